@@ -1,0 +1,112 @@
+"""Command line: `python -m overlaytool {fetch,apply,refresh,edit,lint}` (what the nox sessions call)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import OverlayError
+from .apply import apply_all, apply_target
+from .cache import fetch
+from .gitcmd import has_commit
+from .pins import Pin
+from .refresh import commit_series, refresh_target
+from .series import lint
+from .targets import REPO_ROOT, load_targets
+
+
+def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:
+    """The pins a --from source can seed: by the commits a local repo holds, else by repo name."""
+    path = Path(source).expanduser()
+    if path.exists():
+        return [pin for pin in pins if has_commit(path, pin.commit)]
+    name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1].lower()
+    return [pin for pin in pins if pin.slug.split("+")[1].lower() == name]
+
+
+def cmd_fetch(args: argparse.Namespace) -> None:
+    pins = [t.pin for t in load_targets(args.root)]
+    if not args.sources:
+        for pin in pins:
+            print(f"{pin.name}: {pin.commit[:12]} cached in {fetch(pin)}")
+        return
+    for source in args.sources:
+        matched = _pins_for_source(source, pins)
+        if not matched:
+            wanted = ", ".join(f"{p.name} {p.commit[:12]}" for p in pins)
+            raise OverlayError(f"{source} holds none of the pinned commits ({wanted}).")
+        for pin in matched:
+            print(f"{pin.name}: {pin.commit[:12]} cached in {fetch(pin, source)}")
+
+
+def cmd_apply(args: argparse.Namespace) -> None:
+    for outcome in apply_all(load_targets(args.root), force=args.force):
+        target = outcome.target
+        where = (
+            target.checkout.relative_to(args.root)
+            if target.checkout.is_relative_to(args.root)
+            else target.checkout
+        )
+        state = "up to date, nothing changed" if outcome.up_to_date else "applied"
+        print(f"{target.label} {target.pin.commit[:12]} ({target.pin.date or '?'}) at {where}: {state}")
+        for i, patch in enumerate(outcome.patches, 1):
+            files = ", ".join(fp.path for fp in patch.files)
+            print(f"  {i:2d}. {patch.name}: {patch.subject} [{files}]")
+        if outcome.overlay:
+            print(f"  overlay: {len(outcome.overlay)} new file(s)")
+
+
+def cmd_refresh(args: argparse.Namespace) -> None:
+    for target in load_targets(args.root):
+        if (target.checkout / ".git").exists():
+            print(refresh_target(target))
+            apply_target(target, force=True)
+
+
+def cmd_edit(args: argparse.Namespace) -> None:
+    target = load_targets(args.root)[0]
+    count = commit_series(target)
+    print(
+        f"{target.checkout}: {count} patch(es) are now commits on top of {target.pin.commit[:12]}.\n"
+        "Edit them with git (commit --amend, rebase -i, new commits with a DEP-3 body), "
+        "then run `nox -s refresh`."
+    )
+
+
+def cmd_lint(args: argparse.Namespace) -> None:
+    problems = [p for target in load_targets(args.root) for p in lint(target.patch_dir)]
+    if problems:
+        raise OverlayError("The patch series is not valid:\n  " + "\n  ".join(problems))
+    print("series: ok")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="overlaytool", description=__doc__)
+    parser.add_argument(
+        "--root",
+        type=lambda s: Path(s).resolve(),
+        default=REPO_ROOT,
+        help="project root (default: this checkout)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("fetch", help="fill the local upstream cache (from the pinned URLs or --from)")
+    p.add_argument("--from", dest="sources", action="append", metavar="PATH_OR_URL", default=[])
+    p.set_defaults(func=cmd_fetch)
+    p = sub.add_parser("apply", help="check out the pins, apply the series, add the overlay")
+    p.add_argument("--force", action="store_true", help="discard local edits in the checkout")
+    p.set_defaults(func=cmd_apply)
+    sub.add_parser("refresh", help="export checkout changes back to patches/").set_defaults(func=cmd_refresh)
+    sub.add_parser("edit", help="turn the applied series into commits to edit").set_defaults(func=cmd_edit)
+    sub.add_parser("lint", help="check patches/series").set_defaults(func=cmd_lint)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except OverlayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Read and validate the upstream pins (`upstream/*.toml`)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import OverlayError
+
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+URL_RE = re.compile(r"^(https?|ssh|git|file)://[^\s]+$|^[\w.-]+@[\w.-]+:[^\s]+$")
+REQUIRED = ("name", "url", "commit", "checkout")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned upstream repository."""
+
+    file: Path
+    name: str
+    url: str
+    commit: str
+    checkout: str
+    tag: str | None = None
+    date: str | None = None
+
+    @property
+    def slug(self) -> str:
+        """`owner+repo` from the URL: the cache mirror's name."""
+        parts = self.url.rstrip("/").removesuffix(".git").replace(":", "/").split("/")
+        return f"{parts[-2]}+{parts[-1]}"
+
+
+def load_pin(path: Path) -> Pin:
+    """Parse one pin file; every problem names the file and the key."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise OverlayError(f"{path}: pin file not found") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise OverlayError(f"{path}: not valid TOML: {exc}") from exc
+    for key in REQUIRED:
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise OverlayError(f"{path}: key '{key}' is missing or not a non-empty string")
+    if not COMMIT_RE.match(data["commit"]):
+        raise OverlayError(
+            f"{path}: key 'commit' must be a full 40-hex commit id (lower case), got {data['commit']!r}"
+        )
+    if not URL_RE.match(data["url"]):
+        raise OverlayError(f"{path}: key 'url' is not a git URL: {data['url']!r}")
+    checkout = data["checkout"]
+    if Path(checkout).is_absolute() or ".." in Path(checkout).parts:
+        raise OverlayError(f"{path}: key 'checkout' must be a path inside the repository, got {checkout!r}")
+    return Pin(
+        file=path,
+        name=data["name"],
+        url=data["url"],
+        commit=data["commit"],
+        checkout=checkout,
+        tag=data.get("tag"),
+        date=data.get("date"),
+    )
+
+
+def write_commit(pin: Pin, commit: str, date: str | None = None) -> None:
+    """Replace the pinned commit (and date) in the pin file, keeping its comments and layout."""
+    text = pin.file.read_text()
+    text = re.sub(r'(?m)^commit\s*=\s*"[0-9a-fA-F]*"', f'commit = "{commit}"', text)
+    if date is not None:
+        text = re.sub(r'(?m)^date\s*=\s*"[^"]*"', f'date = "{date}"', text)
+    pin.file.write_text(text)

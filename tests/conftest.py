@@ -1,0 +1,76 @@
+"""Test tiers: hermetic (always), upstream (pins in the local cache), stack (OpenMMLab env), gpu.
+
+Tests of a tier whose prerequisites are missing are skipped with one line saying how to enable
+the tier; the end of the run prints which tiers ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from overlaytool.cache import is_cached
+from overlaytool.targets import load_targets
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+UPSTREAM_PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
+TIERS = ("upstream", "stack", "gpu")
+
+
+def _upstream_missing() -> str | None:
+    missing = [t.pin.name for t in load_targets(REPO_ROOT) if not is_cached(t.pin)]
+    if missing:
+        return (
+            f"upstream tier skipped: the local upstream cache lacks {', '.join(missing)}; "
+            "enable it with `nox -s fetch` (or `nox -s fetch -- --from <mirror-or-clone>`)"
+        )
+    return None
+
+
+def _stack_missing() -> str | None:
+    if not UPSTREAM_PYTHON.exists():
+        return "stack tier skipped: no OpenMMLab env; enable it with `nox -s upstream_env`"
+    if not (REPO_ROOT / "upstream" / "StreamPETR" / ".git").exists():
+        return "stack tier skipped: upstream/StreamPETR is not applied; run `nox -s apply`"
+    return None
+
+
+def _gpu_missing() -> str | None:
+    return None if shutil.which("nvidia-smi") else "gpu tier skipped: no NVIDIA GPU on this machine"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reasons = {"upstream": _upstream_missing(), "stack": _stack_missing(), "gpu": _gpu_missing()}
+    for item in items:
+        for tier in TIERS:
+            if item.get_closest_marker(tier) and reasons[tier]:
+                item.add_marker(pytest.mark.skip(reason=reasons[tier]))
+
+
+def _tier(report: pytest.TestReport) -> str:
+    keywords = report.keywords
+    return next((t for t in ("gpu", "stack", "upstream") if t in keywords), "hermetic")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    counts: dict[str, Counter] = {}
+    reasons: dict[str, str] = {}
+    for outcome in ("passed", "failed", "skipped", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if not hasattr(report, "keywords"):
+                continue
+            tier = _tier(report)
+            counts.setdefault(tier, Counter())[outcome] += 1
+            if outcome == "skipped" and isinstance(report.longrepr, tuple):
+                reasons.setdefault(tier, report.longrepr[2].removeprefix("Skipped: "))
+    terminalreporter.section("test tiers")
+    for tier in ("hermetic", *TIERS):
+        c = counts.get(tier, Counter())
+        failed = c["failed"] + c["error"]
+        passed, skipped = c["passed"], c["skipped"]
+        line = f"{tier:9s} ran {passed + failed} (passed {passed}, failed {failed}), skipped {skipped}"
+        if c["skipped"] and tier in reasons:
+            line += f" — {reasons[tier]}"
+        terminalreporter.write_line(line)

@@ -1,0 +1,88 @@
+"""`refresh` and `edit`: byte-stable export of checkout changes back to patches/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_apply import patched
+from tooling_repos import TRAIN_PY, Project, git, make_patch
+
+SUBJECT = "Use DALI"
+
+
+@pytest.fixture
+def applied(project: Project, tmp_path: Path) -> Project:
+    base = {"tools/train.py": TRAIN_PY, "README.md": "upstream\n"}
+    project.add_patch(
+        "use-dali.patch",
+        make_patch(tmp_path, base, {"tools/train.py": patched(TRAIN_PY, 10, "DALI")}, SUBJECT),
+    )
+    project.add_patch("readme.patch", make_patch(tmp_path, base, {"README.md": "ours\n"}, "Readme"))
+    (project.root / "overlay" / "cfg.py").write_text("a = 1\n")
+    assert project.run("apply") == 0
+    return project
+
+
+def patch_files(project: Project) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((project.root / "patches").iterdir())}
+
+
+def test_round_trip_leaves_patches_byte_identical(applied: Project) -> None:
+    before = patch_files(applied)
+    assert applied.run("refresh") == 0
+    assert patch_files(applied) == before
+
+
+def test_work_tree_edit_goes_into_its_patch_as_format_patch_would_write_it(
+    applied: Project, tmp_path: Path
+) -> None:
+    both = patched(patched(TRAIN_PY, 10, "DALI"), 30, "more DALI")
+    (applied.checkout / "tools" / "train.py").write_text(both)
+    readme_before = (applied.root / "patches" / "readme.patch").read_bytes()
+    assert applied.run("refresh") == 0
+    expected = make_patch(tmp_path, {"tools/train.py": TRAIN_PY}, {"tools/train.py": both}, SUBJECT)
+    assert (applied.root / "patches" / "use-dali.patch").read_text() == expected
+    assert (applied.root / "patches" / "readme.patch").read_bytes() == readme_before
+    before = patch_files(applied)
+    assert applied.run("apply") == 0  # up to date: refresh re-stamped the tree
+    assert applied.run("refresh") == 0
+    assert patch_files(applied) == before
+
+
+def test_overlay_edits_go_back_to_overlay_not_into_a_patch(applied: Project) -> None:
+    (applied.checkout / "cfg.py").write_text("a = 2\n")
+    before = patch_files(applied)
+    assert applied.run("refresh") == 0
+    assert (applied.root / "overlay" / "cfg.py").read_text() == "a = 2\n"
+    assert patch_files(applied) == before
+
+
+def test_change_to_a_file_no_patch_owns_is_refused(applied: Project, capsys) -> None:
+    (applied.checkout / "tools" / "other.py").write_text("new\n")
+    git(applied.checkout, "add", "-N", "tools/other.py")
+    assert applied.run("refresh") == 1
+    assert "belong to no patch: tools/other.py" in capsys.readouterr().err
+
+
+def test_edit_then_amend_then_refresh(applied: Project, tmp_path: Path, capsys) -> None:
+    before = patch_files(applied)
+    assert applied.run("edit") == 0
+    assert git(applied.checkout, "log", "--format=%s", "-2").split("\n")[:2] == ["Readme", SUBJECT]
+    assert applied.run("refresh") == 0
+    assert patch_files(applied) == before  # commits round-trip byte for byte too
+
+    assert applied.run("edit") == 0
+    (applied.checkout / "README.md").write_text("ours, amended\n")
+    git(applied.checkout, "commit", "-q", "-a", "--amend", "--no-edit")
+    assert applied.run("refresh") == 0
+    base = {"README.md": "upstream\n"}
+    expected = make_patch(tmp_path, base, {"README.md": "ours, amended\n"}, "Readme")
+    assert (applied.root / "patches" / "readme.patch").read_text() == expected
+    assert (applied.root / "patches" / "use-dali.patch").read_bytes() == before["use-dali.patch"]
+    assert (applied.root / "patches" / "series").read_text().splitlines()[-2:] == [
+        "use-dali.patch",
+        "readme.patch",
+    ]
+    assert git(applied.checkout, "rev-parse", "HEAD").strip() == applied.pin
+    assert (applied.checkout / "README.md").read_text() == "ours, amended\n"
