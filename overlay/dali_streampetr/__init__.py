@@ -1,0 +1,6 @@
+"""DALI training loader for StreamPETR's streaming (``seq_mode=True``) training.
+
+Everything here imports without mmcv/mmdet3d except :mod:`dali_streampetr.mmdet_adapter`.
+Entry points: :func:`dali_streampetr.iterator.build_loader` (plain batches) and
+:func:`dali_streampetr.mmdet_adapter.build_mmdet_loader` (the DataLoader drop-in).
+"""

@@ -1,0 +1,153 @@
+"""Loader settings read from a StreamPETR config (plain dict or mmcv ``Config``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+NUSCENES_CLASSES = (
+    "car",
+    "truck",
+    "construction_vehicle",
+    "bus",
+    "trailer",
+    "barrier",
+    "motorcycle",
+    "bicycle",
+    "pedestrian",
+    "traffic_cone",
+)
+_DEFAULT_ROT_RANGE = (-0.3925, 0.3925)
+_DEFAULT_SCALE_RANGE = (0.95, 1.05)
+
+
+@dataclass(frozen=True)
+class AugConfig:
+    """The augmentation parameters of ResizeCropFlipRotImage + GlobalRotScaleTransImage."""
+
+    resize_lim: tuple[float, float] = (0.38, 0.55)
+    final_dim: tuple[int, int] = (256, 704)
+    bot_pct_lim: tuple[float, float] = (0.0, 0.0)
+    rot_lim: tuple[float, float] = (0.0, 0.0)
+    H: int = 900
+    W: int = 1600
+    rand_flip: bool = True
+    rot_range: tuple[float, float] = _DEFAULT_ROT_RANGE
+    scale_ratio_range: tuple[float, float] = _DEFAULT_SCALE_RANGE
+    translation_std: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    reverse_angle: bool = True
+    min_size: float = 2.0
+
+    def __post_init__(self) -> None:
+        if tuple(self.rot_lim) != (0.0, 0.0):
+            raise ValueError(
+                f"ida_aug_conf.rot_lim must be (0.0, 0.0) (upstream asserts it), got {self.rot_lim}"
+            )
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """Everything the DALI loader needs; the first block comes from the StreamPETR config."""
+
+    aug: AugConfig = field(default_factory=AugConfig)
+    mean: tuple[float, float, float] = (123.675, 116.28, 103.53)
+    std: tuple[float, float, float] = (58.395, 57.12, 57.375)
+    to_rgb: bool = True
+    size_divisor: int = 32
+    point_cloud_range: tuple[float, ...] = (-51.2, -51.2, -5.0, 51.2, 51.2, 3.0)
+    class_names: tuple[str, ...] = NUSCENES_CLASSES
+    samples_per_gpu: int = 2
+    seq_split_num: int | str = 2
+    ann_file: str = "nuscenes2d_temporal_infos_train.pkl"
+    # DALI-only knobs (``data_loading_config``)
+    num_threads: int = 2
+    py_num_workers: int = 1
+    prefetch_queue_depth: int = 2
+    device: str = "cpu"
+    roi_decode: bool = True
+    replicate_dataset_per_gpu: bool = False
+    offset_order_per_rank: bool = False
+    on_bad_image: str = "raise"
+    log_slots: bool = False  # training only: each rank logs the (scene, frame) of every batch slot
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "gpu"):
+            raise ValueError(f"data_loading_config.device must be 'cpu' or 'gpu', got {self.device!r}")
+        if self.on_bad_image not in ("raise", "skip"):
+            raise ValueError(
+                f"data_loading_config.on_bad_image must be 'raise' or 'skip', got {self.on_bad_image!r}"
+            )
+        if not self.class_names:
+            raise ValueError("class_names is empty")
+
+
+DALI_KNOBS = (
+    "num_threads",
+    "py_num_workers",
+    "prefetch_queue_depth",
+    "device",
+    "roi_decode",
+    "replicate_dataset_per_gpu",
+    "offset_order_per_rank",
+    "on_bad_image",
+    "log_slots",
+)
+
+
+def _get(cfg: Any, key: str, default: Any = None) -> Any:
+    if isinstance(cfg, Mapping) or hasattr(cfg, "get"):
+        return cfg.get(key, default)
+    return getattr(cfg, key, default)
+
+
+def _find_transform(pipeline: Any, name: str) -> Mapping:
+    for step in pipeline or ():
+        if _get(step, "type") == name:
+            return step
+    return {}
+
+
+def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
+    """Read ``ida_aug_conf``, ``img_norm_cfg``, ``point_cloud_range``, ``class_names``,
+    ``data.samples_per_gpu``, ``data.train.seq_split_num``, the GlobalRotScaleTransImage step of
+    ``train_pipeline`` and the ``data_loading_config`` block; ``overrides`` win over all of them."""
+    data = _get(cfg, "data", {}) or {}
+    train = _get(data, "train", {}) or {}
+    ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
+    grst = _find_transform(_get(cfg, "train_pipeline") or _get(train, "pipeline"), "GlobalRotScaleTransImage")
+    aug_kwargs: dict[str, Any] = {k: ida[k] for k in ("H", "W", "rand_flip") if k in ida}
+    for key in ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim"):
+        if key in ida:
+            aug_kwargs[key] = tuple(ida[key])
+    for key in ("rot_range", "scale_ratio_range", "translation_std"):
+        if _get(grst, key) is not None:
+            aug_kwargs[key] = tuple(_get(grst, key))
+    if _get(grst, "reverse_angle") is not None:
+        aug_kwargs["reverse_angle"] = bool(_get(grst, "reverse_angle"))
+    norm = _get(cfg, "img_norm_cfg", {}) or {}
+    kwargs: dict[str, Any] = {"aug": AugConfig(**aug_kwargs)}
+    if norm:
+        kwargs.update(mean=tuple(norm["mean"]), std=tuple(norm["std"]), to_rgb=bool(norm.get("to_rgb", True)))
+    if _get(cfg, "point_cloud_range") is not None:
+        kwargs["point_cloud_range"] = tuple(float(v) for v in _get(cfg, "point_cloud_range"))
+    names = _get(cfg, "class_names") or _get(train, "classes")
+    if names:
+        kwargs["class_names"] = tuple(names)
+    if _get(data, "samples_per_gpu") is not None:
+        kwargs["samples_per_gpu"] = int(_get(data, "samples_per_gpu"))
+    if _get(train, "seq_split_num") is not None:
+        kwargs["seq_split_num"] = _get(train, "seq_split_num")
+    if _get(train, "ann_file"):
+        kwargs["ann_file"] = str(_get(train, "ann_file"))
+    dlc = _get(cfg, "data_loading_config", {}) or {}
+    unknown = set(dlc) - set(DALI_KNOBS)
+    if unknown:
+        raise ValueError(f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})")
+    kwargs.update({k: dlc[k] for k in DALI_KNOBS if k in dlc})
+    known = {f.name for f in fields(LoaderConfig)}
+    bad = set(overrides) - known
+    if bad:
+        raise TypeError(f"unknown loader settings: {sorted(bad)}")
+    kwargs.update(overrides)
+    return LoaderConfig(**kwargs)

@@ -1,0 +1,223 @@
+"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives)."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE_KEYS = (
+    "token",
+    "sweeps",
+    "scene_token",
+    "timestamp",
+    "ego2global_rotation",
+    "ego2global_translation",
+    "lidar2ego_rotation",
+    "lidar2ego_translation",
+    "cams",
+    "gt_boxes",
+    "gt_names",
+    "gt_velocity",
+    "valid_flag",
+    "bboxes2d",
+    "labels2d",
+    "centers2d",
+    "depths",
+)
+CAM_KEYS = ("timestamp", "data_path", "sensor2lidar_rotation", "sensor2lidar_translation", "cam_intrinsic")
+
+
+class InfoSchemaError(ValueError):
+    """The info pickle does not have the shape StreamPETR's training dataset reads."""
+
+
+@dataclass
+class Frame:
+    """One key frame, in the dataset's (timestamp-sorted) order.
+
+    ``gt_boxes`` are (N, 9) float32 ``x, y, z (bottom centre), dx, dy, dz, yaw, vx, vy`` in the
+    LiDAR frame (after ``valid_flag``), ``gt_labels`` (N,) int64 with -1 for names outside the classes
+    (float64 when N == 0: upstream's ``np.array([])``). Per-camera 2D arrays keep the pickle's shape
+    when empty (the converter writes ``(0,)``), as upstream passes them through untouched.
+    """
+
+    token: str
+    scene_token: str
+    timestamp: float
+    has_sweeps: bool
+    cam_names: list[str]
+    data_paths: list[str]  # as written in the pickle (upstream's ``filename`` meta)
+    img_paths: list[str]  # resolved, absolute
+    img_timestamps: np.ndarray  # (6,) float64 seconds
+    intrinsics: np.ndarray  # (6, 4, 4) float64 viewpad
+    extrinsics: np.ndarray  # (6, 4, 4) float32 lidar->camera
+    ego_pose: np.ndarray  # (4, 4) float32 lidar->global
+    ego_pose_inv: np.ndarray  # (4, 4) float32
+    gt_boxes: np.ndarray
+    gt_labels: np.ndarray
+    bboxes2d: list[np.ndarray]
+    labels2d: list[np.ndarray]
+    centers2d: list[np.ndarray]
+    depths: list[np.ndarray]
+
+
+def quat_to_matrix(q: Sequence[float]) -> np.ndarray:
+    """(w, x, y, z) quaternion -> 3x3 rotation matrix, computed as pyquaternion's ``rotation_matrix``
+    (normalise unless within 1e-14 of unit length, then ``Q @ conj(Qbar).T``), so that the float32
+    poses built from it round exactly like upstream's."""
+    q = np.asarray([float(e) for e in q])
+    if not abs(1.0 - np.dot(q, q)) < 1e-14:
+        norm = math.sqrt(np.dot(q, q))
+        if norm > 0:
+            q = q / norm
+    w, x, y, z = q
+    left = np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+    right = np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
+    return np.dot(left, right.conj().transpose())[1:][:, 1:]
+
+
+def rigid_matrix(rotation: np.ndarray, translation: Sequence[float]) -> np.ndarray:
+    """4x4 float32 [R | t] (upstream builds poses in float32)."""
+    m = np.eye(4, dtype=np.float32)
+    m[:3, :3] = rotation
+    m[:3, 3] = translation
+    return m
+
+
+def rigid_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of a rigid 4x4 transform, float32 like upstream's ``invert_matrix_egopose_numpy``."""
+    inv = np.eye(4, dtype=np.float32)
+    inv[:3, :3] = m[:3, :3].T
+    inv[:3, 3] = -np.dot(m[:3, :3].T, m[:3, 3])
+    return inv
+
+
+def validate_infos(data: object) -> list[dict]:
+    """Check the pickle's shape; raise one :class:`InfoSchemaError` listing every missing key."""
+    if not isinstance(data, dict) or not isinstance(data.get("infos"), list):
+        raise InfoSchemaError(
+            "info pickle must be a dict with an 'infos' list (StreamPETR's converter output)"
+        )
+    infos = data["infos"]
+    if not infos:
+        raise InfoSchemaError("info pickle has an empty 'infos' list")
+    problems: dict[str, int] = {}
+    for i, info in enumerate(infos):
+        if not isinstance(info, dict):
+            raise InfoSchemaError(f"infos[{i}] is a {type(info).__name__}, not a dict")
+        for key in SAMPLE_KEYS:
+            if key not in info:
+                problems.setdefault(key, i)
+        cams = info.get("cams")
+        if isinstance(cams, dict):
+            for cam, cam_info in cams.items():
+                for key in CAM_KEYS:
+                    if key not in cam_info:
+                        problems.setdefault(f"cams.{cam}.{key}", i)
+            n_cams = len(cams)
+            for key in ("bboxes2d", "labels2d", "centers2d", "depths"):
+                if key in info and len(info[key]) != n_cams:
+                    problems.setdefault(f"{key} (one entry per camera, {n_cams} expected)", i)
+        elif "cams" in info:
+            problems.setdefault("cams (must be a dict)", i)
+    if problems:
+        listed = ", ".join(f"{k} (first at infos[{i}])" for k, i in problems.items())
+        raise InfoSchemaError(f"info pickle is missing keys needed for training: {listed}")
+    return infos
+
+
+def path_resolver(data_root: Path, probe: str):
+    """Return ``data_path -> absolute path``.
+
+    Upstream opens ``data_path`` relative to the working directory, where the converter wrote
+    ``<data_root>/samples/...``. Here the first of these that exists for ``probe`` is used for all
+    paths: the path as is (absolute or cwd-relative, upstream's rule), ``data_root/<path>``, then
+    ``data_root/<path minus 1, 2, ... leading components>``.
+    """
+    parts = Path(probe).parts
+    if Path(probe).is_absolute() or Path(probe).exists():
+        return lambda p: os.path.abspath(p)
+    for skip in range(len(parts)):
+        if (data_root.joinpath(*parts[skip:])).exists():
+            return lambda p, k=skip: str(data_root.joinpath(*Path(p).parts[k:]).absolute())
+    return lambda p: str((data_root / p).absolute())
+
+
+def _labels(names: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
+    """Like mmdet3d's ``get_ann_info``: ``np.array(list)``, so float64 when there are no boxes."""
+    index = {n: i for i, n in enumerate(class_names)}
+    labels = [index.get(n, -1) for n in names]
+    return np.array(labels, dtype=np.int64) if labels else np.array(labels)
+
+
+def _per_cam(values: object, dtype: type, width: int) -> np.ndarray:
+    """(k, width) array of one camera; an empty one keeps its shape from the pickle, like upstream."""
+    arr = np.asarray(values, dtype=dtype)
+    return arr.reshape(-1, width) if arr.size else arr
+
+
+def _frame(info: dict, class_names: Sequence[str], resolve) -> Frame:
+    e2g = rigid_matrix(quat_to_matrix(info["ego2global_rotation"]), info["ego2global_translation"])
+    l2e = rigid_matrix(quat_to_matrix(info["lidar2ego_rotation"]), info["lidar2ego_translation"])
+    ego_pose = e2g @ l2e
+    cams = info["cams"]
+    intrinsics, extrinsics = [], []
+    for cam in cams.values():
+        cam2lidar = rigid_matrix(cam["sensor2lidar_rotation"], cam["sensor2lidar_translation"])
+        viewpad = np.eye(4)
+        k = np.asarray(cam["cam_intrinsic"])
+        viewpad[: k.shape[0], : k.shape[1]] = k
+        intrinsics.append(viewpad)
+        extrinsics.append(rigid_inverse(cam2lidar))
+    mask = np.asarray(info["valid_flag"], dtype=bool)
+    boxes = np.asarray(info["gt_boxes"], dtype=np.float64).reshape(-1, 7)[mask]
+    velocity = np.asarray(info["gt_velocity"], dtype=np.float64).reshape(-1, 2)[mask].copy()
+    velocity[np.isnan(velocity[:, 0])] = 0.0
+    boxes = np.concatenate([boxes, velocity], axis=1).astype(np.float32)
+    boxes[:, 2] -= boxes[:, 5] * 0.5  # nuScenes centre origin (0.5, 0.5, 0.5) -> bottom centre
+    return Frame(
+        token=info["token"],
+        scene_token=info["scene_token"],
+        timestamp=info["timestamp"] / 1e6,
+        has_sweeps=len(info["sweeps"]) > 0,
+        cam_names=list(cams),
+        data_paths=[c["data_path"] for c in cams.values()],
+        img_paths=[resolve(c["data_path"]) for c in cams.values()],
+        img_timestamps=np.array([c["timestamp"] / 1e6 for c in cams.values()], dtype=np.float64),
+        intrinsics=np.stack(intrinsics),
+        extrinsics=np.stack(extrinsics),
+        ego_pose=ego_pose,
+        ego_pose_inv=rigid_inverse(ego_pose),
+        gt_boxes=boxes,
+        gt_labels=_labels(np.asarray(info["gt_names"])[mask], class_names),
+        bboxes2d=[_per_cam(b, np.float32, 4) for b in info["bboxes2d"]],
+        labels2d=[np.asarray(b, dtype=np.int64).reshape(-1) for b in info["labels2d"]],
+        centers2d=[_per_cam(b, np.float32, 2) for b in info["centers2d"]],
+        depths=[np.asarray(b, dtype=np.float32).reshape(-1) for b in info["depths"]],
+    )
+
+
+def load_frames(ann_file: str | Path, data_root: str | Path, class_names: Sequence[str]) -> list[Frame]:
+    """Read and validate the info pickle; frames sorted by timestamp (stable), as upstream does."""
+    ann_file = Path(ann_file)
+    if not ann_file.is_file():
+        raise FileNotFoundError(f"info pickle not found: {ann_file}")
+    with ann_file.open("rb") as f:
+        try:
+            data = pickle.load(f)
+        except Exception as exc:
+            raise InfoSchemaError(f"{ann_file} is not a readable pickle: {exc}") from exc
+    infos = sorted(validate_infos(data), key=lambda e: e["timestamp"])
+    first_cam = next(iter(infos[0]["cams"].values()))
+    resolve = path_resolver(Path(data_root), first_cam["data_path"])
+    frames = [_frame(info, class_names, resolve) for info in infos]
+    n_cams = {len(f.cam_names) for f in frames}
+    if len(n_cams) != 1:
+        raise InfoSchemaError(f"every frame must have the same number of cameras, found {sorted(n_cams)}")
+    return frames

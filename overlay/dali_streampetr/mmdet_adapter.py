@@ -1,0 +1,95 @@
+"""The only module that imports mmcv/mmdet3d: wrap plain batches into the collated structure of
+StreamPETR's DataLoader (DataContainers, ``LiDARInstance3DBoxes``, ``img_metas``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmcv.parallel import DataContainer
+from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
+
+from .iterator import DaliStreamLoader, build_loader
+
+# Collect3D puts img_metas first, then its ``keys`` (train pipeline + collect_keys) in order.
+KEY_ORDER = (
+    "img_metas",
+    "gt_bboxes_3d",
+    "gt_labels_3d",
+    "img",
+    "gt_bboxes",
+    "gt_labels",
+    "centers2d",
+    "depths",
+    "prev_exists",
+    "lidar2img",
+    "intrinsics",
+    "extrinsics",
+    "timestamp",
+    "img_timestamp",
+    "ego_pose",
+    "ego_pose_inv",
+)
+STACKED = {"img", "prev_exists", "lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp",
+           "ego_pose", "ego_pose_inv"}  # fmt: skip
+META_ORDER = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "box_mode_3d", "box_type_3d",
+              "img_norm_cfg", "scene_token")  # fmt: skip
+
+
+def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
+    """What ``mmcv.parallel.collate(samples, samples_per_gpu=B)`` returns for B ``union2one`` samples."""
+    boxes = [
+        [LiDARInstance3DBoxes(t, box_dim=t.shape[-1]) for t in frames] for frames in batch["gt_bboxes_3d"]
+    ]
+    metas = []
+    for b, frames in enumerate(batch["img_metas"]):
+        per_frame = []
+        for t, meta in enumerate(frames):
+            full = {**meta, "box_mode_3d": Box3DMode.LIDAR, "box_type_3d": LiDARInstance3DBoxes}
+            full = {k: full[k] for k in META_ORDER}
+            full["gt_bboxes_3d"] = DataContainer(boxes[b][t], cpu_only=True)
+            full["gt_labels_3d"] = DataContainer(batch["gt_labels_3d"][b][t])
+            per_frame.append(full)
+        metas.append(per_frame)
+    out: dict[str, DataContainer] = {}
+    for key in KEY_ORDER:
+        if key in STACKED:
+            out[key] = DataContainer([batch[key]], stack=True, padding_value=0)
+        elif key == "img_metas":
+            out[key] = DataContainer([metas], cpu_only=True)
+        elif key == "gt_bboxes_3d":
+            out[key] = DataContainer([boxes], cpu_only=True)
+        else:
+            out[key] = DataContainer([batch[key]])
+    return out
+
+
+class MMDetDaliLoader:
+    """What ``IterBasedRunner`` needs from a data loader: iter/next, ``len``, ``sampler.set_epoch``."""
+
+    def __init__(self, loader: DaliStreamLoader) -> None:
+        self.loader = loader
+        self.sampler = loader.sampler
+
+    def __iter__(self) -> MMDetDaliLoader:
+        return self
+
+    def __next__(self) -> dict[str, DataContainer]:
+        return to_collated(next(self.loader))
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.loader.load_state_dict(state)
+
+    def close(self) -> None:
+        self.loader.close()
+
+
+def build_mmdet_loader(config: Any, data_root: str | Path, **kwargs: Any) -> MMDetDaliLoader:
+    """The DataLoader drop-in from the training config (arguments: :func:`.iterator.build_loader`)."""
+    return MMDetDaliLoader(build_loader(config, data_root, **kwargs))

@@ -1,0 +1,203 @@
+"""The DALI graph: encoded JPEGs + per-image parameters in, normalised CHW float32 images out.
+
+Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
+cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
+where the crop leaves the resized image, horizontal flip + normalisation (+ BGR->RGB via the decoder's
+output type), padding to the size divisor.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .augment import AugDraw
+from .config import LoaderConfig
+from .plan import BatchPlanner
+from .sequences import StreamSampler
+
+
+class BadImageError(RuntimeError):
+    """A camera image that cannot be read or decoded."""
+
+
+def jpeg_size(data: bytes | np.ndarray) -> tuple[int, int]:
+    """(height, width) from a JPEG's SOF marker; ``ValueError`` if it is not a complete JPEG."""
+    buf = bytes(data)
+    if buf[:2] != b"\xff\xd8":
+        raise ValueError("not a JPEG (no SOI marker)")
+    if b"\xff\xd9" not in buf[-64:]:
+        raise ValueError("truncated JPEG (no EOI marker at the end)")
+    pos = 2
+    while pos + 9 < len(buf):
+        if buf[pos] != 0xFF:
+            raise ValueError(f"corrupt JPEG marker at byte {pos}")
+        marker = buf[pos + 1]
+        if marker == 0xFF:
+            pos += 1
+            continue
+        length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(buf[pos + 5 : pos + 7], "big"), int.from_bytes(
+                buf[pos + 7 : pos + 9], "big"
+            )
+        pos += 2 + length
+    raise ValueError("JPEG without a frame header")
+
+
+@dataclass(frozen=True)
+class ImageParams:
+    """Where one camera image is decoded and resampled (all in source pixels, HW order)."""
+
+    decode_start: tuple[int, int]
+    decode_shape: tuple[int, int]
+    roi_start: tuple[float, float]  # relative to the decoded region
+    roi_end: tuple[float, float]
+    out_size: tuple[float, float]  # resized extent before padding to final_dim
+    flip: bool
+
+
+def image_params(
+    draw: AugDraw, height: int, width: int, final_dim: tuple[int, int], roi: bool
+) -> ImageParams:
+    """PIL's ``resize(resize_dims).crop(crop)`` as a resize of the source window that maps onto the
+    crop: output pixel j samples resized pixel ``crop_x + j``, i.e. source ``(crop_x + j + .5) * W/newW``.
+    Crop columns/rows beyond the resized image are left for the black padding."""
+    new_w, new_h = draw.resize_dims
+    crop_w, crop_h, _, _ = draw.crop
+    fH, fW = final_dim
+    if crop_h < 0 or crop_w < 0:
+        raise ValueError(f"crop {draw.crop} starts outside the resized image {draw.resize_dims}")
+    rows, cols = min(fH, new_h - crop_h), min(fW, new_w - crop_w)
+    sy, sx = height / new_h, width / new_w
+    y0, y1 = crop_h * sy, (crop_h + rows) * sy
+    top, bottom = 0, height
+    if roi:  # keep the filter's support (2 output pixels of the cubic kernel) plus one row
+        margin = math.ceil(2 * max(1.0, sy)) + 1
+        top, bottom = max(0, math.floor(y0) - margin), min(height, math.ceil(y1) + margin)
+    return ImageParams(
+        decode_start=(top, 0),
+        decode_shape=(bottom - top, width),
+        roi_start=(y0 - top, crop_w * sx),
+        roi_end=(y1 - top, (crop_w + cols) * sx),
+        out_size=(float(rows), float(cols)),
+        flip=draw.flip,
+    )
+
+
+def _black_jpeg(height: int, width: int) -> np.ndarray:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height)).save(buf, format="JPEG", quality=75)
+    return np.frombuffer(buf.getvalue(), dtype=np.uint8)
+
+
+class ImageSource:
+    """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
+    planned frames' JPEGs and compute their decode/resample parameters. Picklable: the sampler is
+    rebuilt in the worker process."""
+
+    def __init__(self, cfg: LoaderConfig, sampler_args: dict, seed: int, frames: list, start_iteration: int):
+        self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
+        self.files = [(f.token, f.cam_names, f.img_paths) for f in frames]
+        self._planner: BatchPlanner | None = None
+        self._black: np.ndarray | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_planner": None}
+
+    @property
+    def planner(self) -> BatchPlanner:
+        if self._planner is None:
+            self._planner = BatchPlanner(StreamSampler(**self.sampler_args), self.cfg, self.seed)
+        return self._planner
+
+    def _read(self, token: str, cam: str, path: str) -> tuple[np.ndarray, tuple[int, int], bool]:
+        try:
+            data = np.fromfile(path, dtype=np.uint8)
+            return data, jpeg_size(data), True
+        except (OSError, ValueError) as exc:
+            if self.cfg.on_bad_image == "raise":
+                raise BadImageError(f"sample {token}, camera {cam}: cannot use image {path}: {exc}") from exc
+        if self._black is None:
+            self._black = _black_jpeg(self.cfg.aug.H, self.cfg.aug.W)
+        return self._black, (self.cfg.aug.H, self.cfg.aug.W), False
+
+    def __call__(self, batch_info) -> tuple[list[np.ndarray], ...]:
+        iteration = batch_info if isinstance(batch_info, int) else batch_info.iteration
+        outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(8))
+        for sample in self.planner.plan(self.start + iteration):
+            token, cams, paths = self.files[sample.index]
+            for cam, path in zip(cams, paths, strict=True):
+                data, (h, w), ok = self._read(token, cam, path)
+                p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
+                values = (
+                    data,
+                    np.array(p.decode_start, dtype=np.int32),
+                    np.array(p.decode_shape, dtype=np.int32),
+                    np.array(p.roi_start, dtype=np.float32),
+                    np.array(p.roi_end, dtype=np.float32),
+                    np.array(p.out_size, dtype=np.float32),
+                    np.array(p.flip, dtype=np.int32),
+                    np.array([h, w, ok], dtype=np.int32),
+                )
+                for out, value in zip(outs, values, strict=True):
+                    out.append(value)
+        return outs if self.cfg.roi_decode else (outs[0], *outs[3:])
+
+
+def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
+    """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
+
+    Returns a built pipeline with outputs ``(images CHW float32, info int32 [H, W, ok])``.
+    """
+    from nvidia.dali import fn, pipeline_def, types
+
+    cfg = source.cfg
+    fH, fW = cfg.aug.final_dim
+    gpu = cfg.device == "gpu"
+    parallel = cfg.py_num_workers > 0
+
+    @pipeline_def(
+        batch_size=cfg.samples_per_gpu * n_cams,
+        num_threads=cfg.num_threads,
+        device_id=device_id if gpu else None,
+        seed=seed,
+        prefetch_queue_depth=cfg.prefetch_queue_depth,
+        py_num_workers=max(1, cfg.py_num_workers),
+        py_start_method="spawn",
+    )
+    def graph():
+        extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
+        outs = fn.external_source(
+            source=source, num_outputs=8 if cfg.roi_decode else 6, batch=True, batch_info=True, **extra
+        )
+        roi_start, roi_end, size, flip, info = outs[-5:]
+        decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
+        if cfg.roi_decode:
+            img = fn.decoders.image_slice(outs[0], outs[1], outs[2], axis_names="HW", **decoder)
+        else:
+            img = fn.decoders.image(outs[0], **decoder)
+        img = fn.resize(
+            img,
+            size=size,
+            roi_start=roi_start,
+            roi_end=roi_end,
+            interp_type=types.INTERP_CUBIC,
+            antialias=True,
+        )
+        img = fn.pad(img, axis_names="HW", shape=[fH, fW])
+        img = fn.crop_mirror_normalize(
+            img, mirror=flip, mean=list(cfg.mean), std=list(cfg.std), output_layout="CHW", dtype=types.FLOAT
+        )
+        if fH % cfg.size_divisor or fW % cfg.size_divisor:
+            img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
+        return img, info
+
+    pipe = graph()
+    pipe.build()
+    return pipe

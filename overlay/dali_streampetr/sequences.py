@@ -1,0 +1,137 @@
+"""Sequence groups, ``prev_exists`` and the per-slot streaming sampler.
+
+The sampler reproduces ``InfiniteGroupEachSampleInBatchSampler``: one infinite stream of
+``torch.randperm(groups_num)`` permutations from a generator seeded once with the shared seed;
+global batch slot ``g`` takes the stream elements ``g, g + G, g + 2G, ...`` (``G`` = batch size x
+replicas) and walks each group's frames in order. Here the position of every slot is a pure function
+of the iteration number, so any batch can be planned directly and resuming only needs that number.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+
+def group_flags(has_sweeps: Sequence[bool], seq_split_num: int | str) -> np.ndarray:
+    """Group id per frame: a new sequence at every frame (but the first) with empty ``sweeps``,
+    each sequence cut into ``seq_split_num`` consecutive pieces (``'all'``: one group per frame)."""
+    flags = np.cumsum([i != 0 and not s for i, s in enumerate(has_sweeps)], dtype=np.int64)
+    if seq_split_num == "all":
+        return np.arange(len(flags), dtype=np.int64)
+    if seq_split_num == 1:
+        return flags
+    sizes: list[int] = []
+    for seq_id, length in enumerate(np.bincount(flags)):
+        bounds = [*range(0, length, math.ceil(length / seq_split_num)), length]
+        if len(bounds) - 1 != seq_split_num:
+            raise ValueError(
+                f"sequence {seq_id} has {length} frames and cannot be split into {seq_split_num} pieces "
+                f"of ceil({length}/{seq_split_num}) frames (upstream asserts the same); "
+                "use a smaller seq_split_num or longer scenes"
+            )
+        sizes.extend(int(s) for s in np.diff(bounds))
+    return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+
+
+def prev_exists(flags: np.ndarray) -> np.ndarray:
+    """``not (index == 0 or flag[index - 1] != flag[index])`` for every frame."""
+    out = np.zeros(len(flags), dtype=bool)
+    out[1:] = flags[1:] == flags[:-1]
+    return out
+
+
+class _GroupStream:
+    """The shared infinite group-order stream (concatenated seeded ``torch.randperm``)."""
+
+    def __init__(self, groups_num: int, seed: int) -> None:
+        self._n = groups_num
+        self._gen = torch.Generator()
+        self._gen.manual_seed(seed)
+        self._perms: list[list[int]] = []
+
+    def __getitem__(self, i: int) -> int:
+        while len(self._perms) <= i // self._n:
+            self._perms.append(torch.randperm(self._n, generator=self._gen).tolist())
+        return self._perms[i // self._n][i % self._n]
+
+
+class _Slot:
+    """One global batch slot: its groups are stream elements ``g, g + G, ...``, walked frame by frame."""
+
+    def __init__(self, stream: _GroupStream, global_slot: int, stride: int, groups: list[list[int]]) -> None:
+        self._stream, self._first, self._stride, self._groups = stream, global_slot, stride, groups
+        self._starts = [0]  # iteration at which the slot's k-th group starts
+        self._group_ids: list[int] = []
+
+    def frame_at(self, iteration: int) -> int:
+        while self._starts[-1] <= iteration:
+            gid = self._stream[self._first + len(self._group_ids) * self._stride]
+            self._group_ids.append(gid)
+            self._starts.append(self._starts[-1] + len(self._groups[gid]))
+        k = bisect.bisect_right(self._starts, iteration) - 1
+        return self._groups[self._group_ids[k]][iteration - self._starts[k]]
+
+
+class StreamSampler:
+    """Frame indices per iteration for this rank's ``batch_size`` slots.
+
+    ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
+    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica; with
+    ``offset_per_rank`` the stream seed becomes ``seed + rank`` so ranks see different orders.
+    """
+
+    def __init__(
+        self,
+        flags: np.ndarray,
+        batch_size: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        mode: str = "shard",
+        offset_per_rank: bool = False,
+    ) -> None:
+        if mode not in ("shard", "replicate"):
+            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside world size {world_size}")
+        self.flags = np.asarray(flags, dtype=np.int64)
+        self.batch_size, self.rank, self.world_size, self.mode = batch_size, rank, world_size, mode
+        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
+        self.seed = seed + rank if (mode == "replicate" and offset_per_rank) else seed
+        sizes = np.bincount(self.flags)
+        self.groups_num = len(sizes)
+        global_batch = batch_size * self.replicas
+        if self.groups_num < global_batch:
+            raise ValueError(
+                f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
+                f"(samples_per_gpu={batch_size} x {self.replicas} replicas in {mode} mode); upstream's "
+                "InfiniteGroupEachSampleInBatchSampler asserts groups_num >= samples_per_gpu * num_replicas. "
+                "Use fewer GPUs / a smaller batch, a larger seq_split_num, or replicate_dataset_per_gpu=True."
+            )
+        groups = [np.flatnonzero(self.flags == g).tolist() for g in range(self.groups_num)]
+        stream = _GroupStream(self.groups_num, self.seed)
+        self._slots = [
+            _Slot(stream, self.sampler_rank * batch_size + j, global_batch, groups) for j in range(batch_size)
+        ]
+        self._prev = prev_exists(self.flags)
+        self.epoch = 0
+
+    def batch(self, iteration: int) -> list[int]:
+        """Dataset indices of this rank's batch number ``iteration`` (0-based)."""
+        return [slot.frame_at(iteration) for slot in self._slots]
+
+    def prev_exists(self, index: int) -> bool:
+        return bool(self._prev[index])
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Stored only, like upstream (the stream is infinite and never reshuffled per epoch)."""
+        self.epoch = epoch

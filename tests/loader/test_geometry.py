@@ -1,0 +1,121 @@
+"""Geometry of the transforms: image affine, 2D labels, occlusion filter, BEV rotation/scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dali_streampetr.augment import AugDraw
+from dali_streampetr.geometry import (
+    apply_bev,
+    apply_ida,
+    filter_invisible,
+    filter_objects,
+    ida_matrix,
+    project,
+    transform_boxes2d,
+)
+
+FINAL = (256, 704)
+
+
+def make_draw(resize=0.5, crop_w=48, flip=False, rot=0.0, scale=1.0) -> AugDraw:
+    new_w, new_h = int(1600 * resize), int(900 * resize)
+    crop_h = new_h - 256
+    return AugDraw(
+        resize, (new_w, new_h), (crop_w, crop_h, crop_w + 704, crop_h + 256), flip, 0.0, rot, scale, (0, 0, 0)
+    )
+
+
+def test_ida_matrix_is_resize_crop_flip():
+    uv = np.array([[100.0, 700.0], [1500.0, 850.0]])
+    for flip in (False, True):
+        d = make_draw(flip=flip)
+        got = (np.c_[uv, np.ones(2)] @ ida_matrix(d).T)[:, :2]
+        want = uv * 0.5 - [48, 194]
+        if flip:
+            want[:, 0] = 704 - want[:, 0]
+        np.testing.assert_allclose(got, want, atol=1e-9)
+
+
+def test_apply_ida_keeps_projection_consistent():
+    rng = np.random.default_rng(0)
+    k = np.eye(4)
+    k[:3, :3] = [[1266, 0, 816], [0, 1266, 491], [0, 0, 1]]
+    ext = np.eye(4, dtype=np.float32)
+    pts = rng.uniform([-5, -3, 5], [5, 3, 40], (10, 3))
+    d = make_draw(flip=True)
+    intr, l2i = apply_ida(k[None], ext[None], d)
+    uv, _ = project(k @ ext, pts)
+    uv_aug, _ = project(l2i[0], pts)
+    np.testing.assert_allclose(uv_aug, (np.c_[uv, np.ones(10)] @ ida_matrix(d).T)[:, :2], atol=1e-6)
+    np.testing.assert_allclose(l2i[0], intr[0] @ ext, atol=1e-9)
+
+
+def test_boxes2d_clip_min_size_before_flip_and_mirror():
+    d = make_draw(resize=0.5, crop_w=48)
+    boxes = np.array([[100, 400, 300, 600], [96, 400, 99, 600], [1500, 800, 1700, 1000]], dtype=np.float32)
+    centres = np.array([[200, 500], [97, 500], [1600, 900]], dtype=np.float32)
+    labels, depths = np.array([1, 2, 3]), np.array([5, 6, 7], dtype=np.float32)
+    b, c, lab, dep = transform_boxes2d(boxes, centres, labels, depths, d, FINAL)
+    assert lab.tolist() == [1, 3]  # the 1.5 px wide box is dropped
+    np.testing.assert_allclose(b, [[2, 6, 102, 106], [702, 206, 704, 256]])
+    np.testing.assert_allclose(c, [[52, 56], [704, 256]])  # centres clipped to the canvas
+    bf, cf, *_ = transform_boxes2d(boxes, centres, labels, depths, make_draw(crop_w=48, flip=True), FINAL)
+    np.testing.assert_allclose(bf, [[704 - 102, 6, 704 - 2, 106], [0, 206, 2, 256]])
+    np.testing.assert_allclose(cf[:, 0], 704 - c[:, 0])
+    assert b.dtype == np.float32 and c.dtype == np.float32
+
+
+def test_filter_invisible_keeps_upstream_quirks():
+    # far box (index 0 after the depth sort), a mid box fully hidden by a near box
+    boxes = np.array([[10, 10, 50, 50], [100, 100, 150, 150], [90, 90, 160, 160]], dtype=np.float32)
+    depths = np.array([50.0, 30.0, 10.0], dtype=np.float32)
+    centres, labels = boxes[:, :2].copy(), np.array([0, 1, 2])
+    b, _, lab, dep = filter_invisible(boxes[::-1], centres[::-1], labels[::-1], depths[::-1], FINAL)
+    assert lab.tolist() == [0, 2] and dep.tolist() == [50.0, 10.0]  # depth-descending, mid box gone
+    # index 0 shares the background value: kept although fully covered, while background remains
+    hidden = np.array([[10, 10, 20, 20], [0, 0, 40, 40]], dtype=np.float32)
+    _, _, lab, _ = filter_invisible(hidden, hidden[:, :2], np.array([7, 8]), np.array([9.0, 1.0]), FINAL)
+    assert lab.tolist() == [7, 8]
+    # ... and dropped once a nearer box covers the whole canvas
+    full = np.array([[10, 10, 20, 20], [0, 0, 704, 256]], dtype=np.float32)
+    _, _, lab, _ = filter_invisible(full, full[:, :2], np.array([7, 8]), np.array([9.0, 1.0]), FINAL)
+    assert lab.tolist() == [8]
+
+
+@pytest.mark.parametrize("reverse", [True])
+def test_bev_rotation_scale_consistent_between_boxes_and_matrices(reverse):
+    rng = np.random.default_rng(1)
+    boxes = np.c_[rng.uniform(-40, 40, (5, 3)), rng.uniform(1, 4, (5, 3)), rng.uniform(-3, 3, (5, 3))]
+    boxes = boxes.astype(np.float32)
+    l2i = rng.normal(size=(6, 4, 4)) + np.eye(4)
+    pose = np.eye(4, dtype=np.float32)
+    pose[:3, :3] = [[0, -1, 0], [1, 0, 0], [0, 0, 1]]
+    pose[:3, 3] = [10, 20, 1]
+    pose_inv = np.linalg.inv(pose).astype(np.float32)
+    d = make_draw(rot=0.3, scale=1.04)
+    l2i2, pose2, pose_inv2, boxes2 = apply_bev(l2i, pose, pose_inv, boxes, d, reverse)
+    hom, hom2 = np.c_[boxes[:, :3], np.ones(5)], np.c_[boxes2[:, :3], np.ones(5)]
+    np.testing.assert_allclose(hom2 @ l2i2[0].T, hom @ l2i[0].T, rtol=1e-5, atol=1e-4)  # same pixels
+    np.testing.assert_allclose(hom2 @ pose2.T, hom @ pose.T.astype(np.float64), atol=1e-4)  # same world point
+    np.testing.assert_allclose(pose2 @ pose_inv2, np.eye(4), atol=1e-6)
+    np.testing.assert_allclose(boxes2[:, 3:6], boxes[:, 3:6] * 1.04, rtol=1e-6)
+
+    def heading(b):
+        return np.c_[np.cos(b[:, 6]), np.sin(b[:, 6]), np.zeros(len(b)), np.zeros(len(b))]
+
+    # world heading and world velocity are unchanged by the augmentation (M^-1 undoes the scale)
+    np.testing.assert_allclose(heading(boxes2) @ pose2.T * 1.04, heading(boxes) @ pose.T, atol=1e-5)
+    vel = np.c_[boxes[:, 7:9], np.zeros((5, 2))]
+    vel2 = np.c_[boxes2[:, 7:9], np.zeros((5, 2))]
+    np.testing.assert_allclose(vel2 @ pose2.T, vel @ pose.T, atol=1e-5)
+
+
+def test_object_filters():
+    boxes = np.zeros((4, 9), dtype=np.float32)
+    boxes[:, 0] = [0, 51.2, 10, -20]
+    boxes[:, 6] = [4.0, 0, -3.5, 0]
+    labels = np.array([1, 2, -1, 9])
+    out, lab = filter_objects(boxes, labels, (-51.2, -51.2, -5, 51.2, 51.2, 3), 10)
+    assert lab.tolist() == [1, 9]  # edge of the range (strict) and the unknown class are dropped
+    np.testing.assert_allclose(out[:, 6], [4.0 - 2 * np.pi, 0], atol=1e-6)

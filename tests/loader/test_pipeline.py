@@ -1,0 +1,122 @@
+"""The DALI image path: ROI decode, agreement with upstream's PIL path, bad images."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import tiny_config
+from dali_streampetr.iterator import build_loader
+from dali_streampetr.pipeline import BadImageError, jpeg_size
+from PIL import Image
+
+MEAN = np.array([123.675, 116.28, 103.53])
+STD = np.array([58.395, 57.12, 57.375])
+
+
+def upstream_image(path: str, draw, final=(64, 176)) -> np.ndarray:
+    """ResizeCropFlipRotImage + NormalizeMultiviewImage(to_rgb) + PadMultiViewImage(32) with PIL."""
+    img = Image.open(path).convert("RGB").resize(draw.resize_dims).crop(draw.crop)
+    if draw.flip:
+        img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    out = (np.asarray(img, dtype=np.float64) - MEAN) / STD
+    pad_w = -final[1] % 32
+    return np.pad(out, ((0, -final[0] % 32), (0, pad_w), (0, 0))).transpose(2, 0, 1)
+
+
+def test_roi_decode_equals_full_decode(tiny_root):
+    from nvidia.dali import fn, pipeline_def
+
+    path = next((tiny_root / "samples" / "CAM_FRONT").iterdir())
+    data = np.fromfile(path, dtype=np.uint8)
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def graph():
+        jpeg = fn.external_source(source=lambda: [data], batch=True)
+        return fn.decoders.image(jpeg), fn.decoders.image_slice(
+            jpeg, start=[77, 0], shape=[148, 400], axis_names="HW"
+        )
+
+    pipe = graph()
+    pipe.build()
+    full, roi = (np.array(o.as_tensor())[0] for o in pipe.run())
+    np.testing.assert_array_equal(roi, full[77:])
+    with (
+        build_loader(tiny_config(roi_decode=True), tiny_root) as a,
+        build_loader(tiny_config(roi_decode=False), tiny_root) as b,
+    ):
+        for _ in range(2):
+            diff = (
+                np.abs(next(a)["img"].numpy() - next(b)["img"].numpy()) * STD[None, None, None, :, None, None]
+            )
+            # the resampling window only moves by whole decoded rows: at most a rounding flip
+            assert diff.max() <= 1.0 + 1e-3 and np.mean(diff > 1e-3) < 1e-4
+
+
+def test_images_match_upstream_pil_path(tiny_root):
+    seen = set()
+    with build_loader(tiny_config(), tiny_root, seed=4) as loader:
+        for _ in range(4):
+            batch = next(loader)
+            for b, info in enumerate(batch["dali"]):
+                d = info["draw"]
+                seen.add((d.flip, d.resize_dims[0] < 176))
+                for cam in (0, 3):
+                    ref = upstream_image(loader.frames[info["index"]].img_paths[cam], d)
+                    got = batch["img"][b, 0, cam].numpy()
+                    assert got.shape == ref.shape == (3, 64, 192)
+                    diff = np.abs(got - ref) * STD[:, None, None]  # grey levels
+                    assert diff.mean() <= 0.5 and np.percentile(diff, 99.9) <= 4, (info, cam, diff.mean())
+    assert {f for f, _ in seen} == {False, True} and {p for _, p in seen} == {False, True}, seen
+
+
+def test_jpeg_size_and_damage(tiny_root):
+    data = next((tiny_root / "samples" / "CAM_BACK").iterdir()).read_bytes()
+    assert jpeg_size(data) == (225, 400)
+    for bad, msg in ((data[: len(data) // 2], "truncated"), (b"GIF89a" + data, "not a JPEG")):
+        with pytest.raises(ValueError, match=msg):
+            jpeg_size(bad)
+
+
+@pytest.fixture
+def damaged_root(tiny_root, tmp_path):
+    root = tmp_path / "damaged"
+    shutil.copytree(tiny_root, root)
+    return root
+
+
+def test_missing_or_corrupt_image_names_sample_camera_path(damaged_root):
+    with build_loader(tiny_config(), damaged_root) as loader:
+        frame = loader.frames[loader.planner.plan(0)[0].index]
+    path = frame.img_paths[2]
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: len(data) // 3])
+    for workers in (0, 1):
+        with (
+            build_loader(tiny_config(py_num_workers=workers), damaged_root) as loader,
+            pytest.raises(BadImageError) as err,
+        ):
+            next(loader)
+        assert (
+            frame.token in str(err.value) and frame.cam_names[2] in str(err.value) and path in str(err.value)
+        )
+    Path(path).write_bytes(
+        data[: data.index(b"\xff\xda")] + b"\xff\xd9"
+    )  # header fine, no scan: decoder fails
+    with build_loader(tiny_config(), damaged_root) as loader, pytest.raises(BadImageError, match=frame.token):
+        next(loader)
+
+
+def test_skip_mode_counts_and_blackens(damaged_root):
+    with build_loader(tiny_config(), damaged_root) as loader:
+        frame = loader.frames[loader.planner.plan(0)[0].index]
+    (damaged_root / frame.img_paths[4]).unlink()
+    with build_loader(tiny_config(on_bad_image="skip"), damaged_root) as loader:
+        batch = next(loader)
+    assert batch["dali"][0]["bad_cameras"] == [frame.cam_names[4]] and loader.bad_images == 1
+    img = batch["img"][0, 0, 4].numpy()
+    np.testing.assert_allclose(
+        img[:, :, :176], np.broadcast_to((-MEAN / STD)[:, None, None], (3, 64, 176)), atol=0.1
+    )
