@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import OverlayError
+from . import OverlayError, rebase
 from .apply import apply_all, apply_target
 from .cache import fetch
 from .gitcmd import has_commit
@@ -74,6 +74,20 @@ def cmd_edit(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_rebase(args: argparse.Namespace) -> None:
+    target = load_targets(args.root)[0]
+    if args.abort:
+        print(rebase.abort(target))
+        return
+    if args.resume:
+        lines = rebase.resume(target)
+    elif args.ref:
+        lines = rebase.start(target, args.ref, args.source)
+    else:
+        raise OverlayError("rebase needs a commit or ref, or --continue / --abort")
+    print("\n".join(lines))
+
+
 def cmd_lint(args: argparse.Namespace) -> None:
     problems = [p for target in load_targets(args.root) for p in lint(target.patch_dir)]
     if problems:
@@ -99,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("refresh", help="export checkout changes back to patches/").set_defaults(func=cmd_refresh)
     sub.add_parser("edit", help="turn the applied series into commits to edit").set_defaults(func=cmd_edit)
     sub.add_parser("lint", help="check patches/series").set_defaults(func=cmd_lint)
+    p = sub.add_parser("rebase", help="move the series to another upstream commit")
+    p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
+    p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
+    p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
+    p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
+    p.set_defaults(func=cmd_rebase)
     args = parser.parse_args(argv)
     try:
         args.func(args)

@@ -44,11 +44,12 @@ def slug(subject: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")[:60] + ".patch"
 
 
-def _write_series(target: Target, names: list[str]) -> None:
+def _write_series(target: Target, names: list[str], base: str | None = None) -> None:
+    """Rewrite the series file: its comments, an updated `# base-commit:` line, then the names."""
     series = target.patch_dir / "series"
-    comments = (
-        [line for line in series.read_text().splitlines() if line.startswith("#")] if series.exists() else []
-    )
+    comments = [line for line in series.read_text().splitlines() if not line.strip() or line.startswith("#")]
+    if base is not None:
+        comments = [c for c in comments if not c.startswith("# base-commit:")] + [f"# base-commit: {base}"]
     series.write_text("\n".join([*comments, *names]) + "\n")
 
 
@@ -63,14 +64,14 @@ def _sync_overlay(target: Target) -> list[str]:
     return changed
 
 
-def export_commits(target: Target, patches: list[Patch]) -> list[str]:
+def export_commits(target: Target, patches: list[Patch], base: str | None = None) -> list[str]:
     """One patch per commit in pin..HEAD, written with format-patch; return the new series."""
     checkout = target.checkout
     by_subject = {p.subject: p.name for p in patches}
     commits = git_out("rev-list", "--reverse", f"{target.pin.commit}..HEAD", cwd=checkout).split()
     names = []
     for commit in commits:
-        text = git_out(*FORMAT_PATCH, "--stdout", "-1", commit, cwd=checkout) + "\n"
+        text = git(*FORMAT_PATCH, "--stdout", "-1", commit, cwd=checkout).stdout
         subject = git_out("log", "-1", "--format=%s", commit, cwd=checkout)
         name = by_subject.get(subject) or slug(subject)
         if name in names:
@@ -79,7 +80,7 @@ def export_commits(target: Target, patches: list[Patch]) -> list[str]:
         names.append(name)
     for old in {p.name for p in patches} - set(names):
         (target.patch_dir / old).unlink()
-    _write_series(target, names)
+    _write_series(target, names, base)
     return names
 
 
@@ -182,8 +183,6 @@ def commit_series(target: Target) -> int:
     if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
         raise OverlayError(f"{checkout} already has commits on top of the pin.")
     patches = load_series(target.patch_dir)
-    for rel in overlay_files(target.overlay_dir):
-        git("update-index", "--assume-unchanged", rel, cwd=checkout, check=False)
     git("checkout", "--quiet", "--force", "--detach", target.pin.commit, cwd=checkout)
     for patch in patches:
         git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)

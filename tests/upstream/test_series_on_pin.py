@@ -56,3 +56,20 @@ def test_refresh_round_trip_is_byte_identical(scratch: Path) -> None:
     before = {p.name: p.read_bytes() for p in (scratch / "patches").glob("*")}
     assert main(["--root", str(scratch), "refresh"]) == 0
     assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*")} == before
+
+
+OLDER = "2315cf9f077817ec7089c87094ba8a63f76c2acf"  # 2024-01-24, the pin's parent
+
+
+def test_rebase_to_an_older_commit_and_back_is_lossless(scratch: Path, capsys) -> None:
+    """The real series moves to an older StreamPETR commit and back; patches come back byte-identical."""
+    pin_file = (scratch / "upstream" / "streampetr.toml").read_text()
+    before = {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")}
+    assert main(["--root", str(scratch), "rebase", OLDER]) == 0
+    assert f'commit = "{OLDER}"' in (scratch / "upstream" / "streampetr.toml").read_text()
+    pin = pin_file.split('commit = "')[1][:40]
+    assert main(["--root", str(scratch), "rebase", pin]) == 0
+    out = capsys.readouterr().out
+    assert "conflict" not in out
+    assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")} == before
+    assert (scratch / "upstream" / "streampetr.toml").read_text() == pin_file
