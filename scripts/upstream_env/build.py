@@ -1,0 +1,123 @@
+"""Build (or confirm) the upstream env: venv, torch, cached source wheels, requirements, checks."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import EnvBuildError
+from .mmcv_wheel import ensure_mmcv_wheel
+from .mmdet3d_wheel import ensure_mmdet3d_wheel
+from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
+from .runlog import BuildLog
+
+STAMP = ".upstream-env.sha256"
+# What mmcv-full's setup.py imports at build time (it runs without build isolation).
+BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
+# Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
+# networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools.
+# mmdet3d is installed from the wheel file built from the pin, never from an index.
+NO_DEPS = ("lyft_dataset_sdk",)
+COMPAT_MODULE = Path(__file__).with_name("_streampetr_numpy_compat.py")
+IMPORT_CHECK = (
+    "import numpy as np, torch, torchvision, mmcv, mmcv.ops, mmdet, mmseg, mmdet3d, numba, nuscenes;"
+    "import lyft_dataset_sdk, einops, fvcore, IPython, nvidia.dali as dali; assert np.bool is bool;"
+    "print('torch', torch.__version__, '| torchvision', torchvision.__version__, '| mmcv-full', "
+    "mmcv.__version__, '| mmdet', mmdet.__version__, '| mmseg', mmseg.__version__, '| mmdet3d', "
+    "mmdet3d.__version__, '| numpy', np.__version__, '| numba', numba.__version__, "
+    "'| dali', dali.__version__)"
+)
+
+
+def digest(cuda: bool | None) -> str:
+    """What the env is a function of: requirement files, the mmdet3d pin and this builder's code."""
+    parts = [REQUIREMENTS, CONSTRAINTS, MMDET3D_PIN, *sorted(Path(__file__).parent.glob("*.py"))]
+    h = hashlib.sha256(f"cuda={cuda}\n".encode())
+    for path in parts:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def is_current(env: Path = ENV_DIR, cuda: bool | None = None) -> bool:
+    stamp = env / STAMP
+    return env_python(env).exists() and stamp.exists() and stamp.read_text().strip() == digest(cuda)
+
+
+def _pip(python: Path, *args: object) -> list[object]:
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", *args]
+
+
+def _install_compat(python: Path) -> None:
+    """Copy the NumPy alias shim into site-packages with a `.pth` file that loads it."""
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    site = Path(purelib)
+    shutil.copy2(COMPAT_MODULE, site / COMPAT_MODULE.name)
+    (site / "_streampetr_numpy_compat.pth").write_text(f"import {COMPAT_MODULE.stem}\n")
+
+
+def build(env: Path = ENV_DIR, *, cuda: bool | None = None, force: bool = False) -> Path:
+    """Make `env` match the requirement files; a no-op when its stamp is current. Returns its python."""
+    python = env_python(env)
+    if not force and is_current(env, cuda):
+        print(f"upstream env is up to date ({env}).", file=sys.stderr)
+        return python
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.parent / f".{env.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a waiting one then finds it current
+        if not force and is_current(env, cuda):
+            print(f"upstream env is up to date ({env}).", file=sys.stderr)
+            return python
+        return _build(env, python, cuda)
+
+
+def _build(env: Path, python: Path, cuda: bool | None) -> Path:
+    log = BuildLog(LOG_FILE, total_steps=6)
+    log.say(f"building the upstream env at {env}; full output in {LOG_FILE}")
+    total = time.monotonic()
+    try:
+        started = log.begin("virtual environment")
+        if not python.exists():
+            log.run([sys.executable, "-m", "venv", env], what="python -m venv")
+        log.done(started)
+
+        started = log.begin("torch and the build prerequisites of mmcv-full")
+        log.run(_pip(python, "-c", CONSTRAINTS, *BUILD_PREREQS), what="pip install (torch)")
+        log.done(started)
+
+        started = log.begin("mmcv-full wheel with compiled ops (cached)")
+        mmcv_dir = ensure_mmcv_wheel(python, log, cuda)
+        log.done(started)
+
+        started = log.begin("mmdet3d wheel from the pinned source (cached)")
+        mmdet3d_dir = ensure_mmdet3d_wheel(python, log)
+        log.done(started)
+
+        started = log.begin("requirements/upstream.txt")
+        links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
+        log.run(_pip(python, "-c", CONSTRAINTS, *links, "-r", REQUIREMENTS), what="pip install -r")
+        (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
+        log.run(_pip(python, "--no-deps", "-c", CONSTRAINTS, *NO_DEPS, mmdet3d), what="pip install --no-deps")
+        log.done(started)
+
+        started = log.begin("NumPy alias shim and import check")
+        _install_compat(python)
+        log.run([python, "-c", IMPORT_CHECK], what="import check")
+        log.done(started)
+    except EnvBuildError:
+        log.say(f"upstream env build FAILED after {time.monotonic() - total:.0f} s; log: {LOG_FILE}")
+        raise
+    finally:
+        log.close()
+    (env / STAMP).write_text(digest(cuda) + "\n")
+    print(f"upstream env ready in {time.monotonic() - total:.0f} s: {python}", file=sys.stderr)
+    return python

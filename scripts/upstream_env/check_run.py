@@ -1,0 +1,80 @@
+"""Check a finished `tools/train.py` run: `python -m upstream_env.check_run WORK_DIR ITERS [LABEL]`.
+
+Runs in the upstream env (needs torch and mmcv). Reads the newest `*.log.json` mmcv's
+TextLoggerHook wrote, fails on a missing iteration or a non-finite loss, prints the timing summary,
+and loads the final checkpoint with mmcv's loader to check its meta holds CLASSES.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+
+def train_records(work_dir: Path) -> list[dict]:
+    """The per-iteration records of the newest json log in `work_dir`."""
+    logs = sorted(work_dir.glob("*.log.json"), key=lambda p: p.stat().st_mtime)
+    if not logs:
+        raise SystemExit(f"check_run: no *.log.json in {work_dir}")
+    records = [json.loads(line) for line in logs[-1].read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("mode") == "train"]
+
+
+def non_finite(records: list[dict]) -> list[str]:
+    """`iter N: key=value` for every loss that is NaN or infinite."""
+    return [
+        f"iter {r['iter']}: {key}={value}"
+        for r in records
+        for key, value in r.items()
+        if "loss" in key and isinstance(value, float) and not math.isfinite(value)
+    ]
+
+
+def summary(records: list[dict]) -> str:
+    """Median time and data time per iteration, leaving out the first (warm-up) when there are more."""
+    steady = records[1:] if len(records) > 1 else records
+    t = statistics.median(r["time"] for r in steady)
+    d = statistics.median(r["data_time"] for r in steady)
+    last = records[-1]
+    return (
+        f"{len(records)} iterations; median {t:.2f} s/iter (data {d:.2f} s) over iters "
+        f"{steady[0]['iter']}-{last['iter']}; first iteration {records[0]['time']:.2f} s; "
+        f"final loss {last.get('loss', float('nan')):.4f}"
+    )
+
+
+def check_checkpoint(path: Path) -> str:
+    """Load `path` as mmcv does on resume; return a description, raise if CLASSES is missing."""
+    from mmcv.runner import CheckpointLoader
+
+    ckpt = CheckpointLoader.load_checkpoint(str(path), map_location="cpu")
+    classes = ckpt.get("meta", {}).get("CLASSES")
+    if not classes:
+        raise SystemExit(f"check_run: {path} has no meta['CLASSES']")
+    return f"{path.name}: {len(ckpt['state_dict'])} tensors, CLASSES = {', '.join(classes)}"
+
+
+def main(argv: list[str]) -> int:
+    work_dir, iters = Path(argv[0]), int(argv[1])
+    label = argv[2] if len(argv) > 2 else "train"
+    records = train_records(work_dir)
+    if not records:
+        print(f"check_run: no training iterations logged in {work_dir}", file=sys.stderr)
+        return 1
+    bad = non_finite(records)
+    if bad:
+        print("check_run: NON-FINITE LOSS\n  " + "\n  ".join(bad[:10]), file=sys.stderr)
+        return 1
+    if records[-1]["iter"] != iters:
+        print(f"check_run: last logged iteration is {records[-1]['iter']}, expected {iters}", file=sys.stderr)
+        return 1
+    print(f"{label}: {summary(records)}; all losses finite")
+    print(f"{label}: checkpoint {check_checkpoint(work_dir / f'iter_{iters}.pth')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

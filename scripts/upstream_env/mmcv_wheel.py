@@ -1,0 +1,124 @@
+"""Build mmcv-full 1.6.0 with compiled ops once per (python, torch, ops flavour) and cache the wheel.
+
+The sdist's setup.py asks for `-std=c++14`; torch >= 2.13 headers need C++17 and torch >= 2.14
+headers C++20, so the flag is rewritten before the build. Nothing else in mmcv is changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from . import EnvBuildError
+from .paths import wheel_cache
+from .runlog import BuildLog
+
+VERSION = "1.6.0"
+SDIST = f"mmcv-full-{VERSION}.tar.gz"
+SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874"
+RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
+
+PROBE = (
+    "import json, sys, torch; print(json.dumps({'py': '%d%d' % sys.version_info[:2], "
+    "'torch': torch.__version__, 'cuda': torch.version.cuda, "
+    "'cuda_available': torch.cuda.is_available()}))"
+)
+
+
+def probe(python: Path) -> dict:
+    """Python tag, torch version and CUDA facts of the env's interpreter."""
+    out = subprocess.run([str(python), "-c", PROBE], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def cxx_std(torch_version: str) -> str:
+    """The C++ standard torch's headers need."""
+    major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
+    return "c++20" if (major, minor) >= (2, 14) else "c++17"
+
+
+def want_cuda_ops(info: dict, requested: bool | None) -> bool:
+    """CUDA ops when asked for, else when a GPU and nvcc are both present."""
+    if requested is not None:
+        return requested
+    return bool(info["cuda_available"] and info["cuda"] and shutil.which("nvcc"))
+
+
+def flavour(info: dict, cuda_ops: bool) -> str:
+    ops = f"cu{info['cuda']}" if cuda_ops else "cpu"
+    return f"cp{info['py']}-torch{info['torch']}-{ops}ops-{cxx_std(info['torch'])}-r{RECIPE}"
+
+
+def _sdist(python: Path, log: BuildLog) -> Path:
+    """The verified mmcv-full sdist from the cache, downloaded once."""
+    dest = wheel_cache() / "sdist"
+    path = dest / SDIST
+    if not path.exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        log.run(
+            [python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", dest,
+             f"mmcv-full=={VERSION}"],
+            what="downloading the mmcv-full sdist",
+        )  # fmt: skip
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        path.unlink()
+        raise EnvBuildError(f"{SDIST}: sha256 {digest} != pinned {SDIST_SHA256}; removed it, rerun.")
+    return path
+
+
+def _patch_std(setup_py: Path, std: str) -> None:
+    text = setup_py.read_text()
+    if "-std=c++14" not in text:
+        raise EnvBuildError(f"{setup_py}: no '-std=c++14' to replace; is this mmcv-full {VERSION}?")
+    setup_py.write_text(text.replace("-std=c++14", f"-std={std}"))
+
+
+def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None) -> Path:
+    """The folder holding the cached mmcv-full wheel for this env, built first if missing."""
+    info = probe(python)
+    cuda_ops = want_cuda_ops(info, cuda)
+    dest = wheel_cache() / "mmcv-full" / flavour(info, cuda_ops)
+    if list(dest.glob("mmcv_full-*.whl")):
+        log.say(f"      reusing cached wheel {dest.name}")
+        return dest
+    std = cxx_std(info["torch"])
+    jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
+    log.say(
+        f"      compiling mmcv-full {VERSION} ({'CUDA + CPU' if cuda_ops else 'CPU'} ops, {std}, "
+        f"MAX_JOBS={jobs}); about 11 min on 2 cores, output in {log.path}"
+    )
+    sdist = _sdist(python, log)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
+        with tarfile.open(sdist) as tar:
+            tar.extractall(tmp, filter="data")
+        src = Path(tmp) / f"mmcv-full-{VERSION}"
+        _patch_std(src / "setup.py", std)
+        env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
+        if not cuda_ops:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # setup.py builds CUDA ops whenever it sees a GPU
+        out = Path(tmp) / "dist"
+        log.run(
+            [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v", "-w", out, src],
+            env=env,
+            what="building mmcv-full",
+        )
+        (wheel,) = out.glob("mmcv_full-*.whl")
+        partial = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        shutil.copy2(wheel, partial / wheel.name)
+        meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs,
+                "build_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+        (partial / "build-info.json").write_text(json.dumps(meta, indent=2) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    return dest

@@ -1,0 +1,105 @@
+"""Run build commands with their output in the log file and short progress on the console."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import EnvBuildError
+
+HEARTBEAT_S = 30.0
+NINJA_PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]")
+# Ordered by how much they say: a compiler diagnostic beats pip's summary of it.
+ERROR_PATTERNS = (
+    re.compile(r":\d+(:\d+)?: (fatal )?error: "),
+    re.compile(r"^\s*ERROR: (?!Location)"),
+    re.compile(r"^\s*error: "),
+    re.compile(r"^\w+(\.\w+)*(Error|Exception): "),
+)
+
+
+def first_error(lines: Sequence[str], context: int = 3) -> str:
+    """The first "real" error in a command's output with a few lines around it ('' if none)."""
+    for pattern in ERROR_PATTERNS:
+        for i, line in enumerate(lines):
+            if pattern.search(line):
+                start = max(0, i - 1)
+                return "".join(lines[start : i + context + 1]).rstrip()
+    return "".join(lines[-context * 3 :]).rstrip()
+
+
+class BuildLog:
+    """Numbered build steps; every command's output is appended to `path`."""
+
+    def __init__(self, path: Path, total_steps: int) -> None:
+        self.path = path
+        self.total = total_steps
+        self.step = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+        self._write(f"\n===== upstream env build {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
+
+    def _write(self, text: str) -> None:
+        self._fh.write(text)
+        self._fh.flush()
+
+    def say(self, message: str) -> None:
+        """A console line that is also logged."""
+        print(message, file=sys.stderr, flush=True)
+        self._write(f"# {message}\n")
+
+    def begin(self, title: str) -> float:
+        self.step += 1
+        self.say(f"[{self.step}/{self.total}] {title}")
+        return time.monotonic()
+
+    def done(self, started: float, note: str = "") -> float:
+        seconds = time.monotonic() - started
+        self.say(f"      done in {seconds:.1f} s{(' ' + note) if note else ''}")
+        return seconds
+
+    def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        what: str = "",
+    ) -> None:
+        """Run `cmd`; its output goes to the log; raise EnvBuildError with the first error on failure."""
+        self._write(f"$ {' '.join(map(str, cmd))}\n")
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        assert proc.stdout is not None
+        lines: list[str] = []
+        started = last_beat = time.monotonic()
+        progress = ""
+        for line in proc.stdout:
+            lines.append(line)
+            self._write(line)
+            if match := NINJA_PROGRESS.match(line):
+                progress = f" (compiled {match.group(1)}/{match.group(2)})"
+            if time.monotonic() - last_beat >= HEARTBEAT_S:
+                last_beat = time.monotonic()
+                print(f"      ... {last_beat - started:.0f} s{progress}", file=sys.stderr, flush=True)
+        code = proc.wait()
+        if code != 0:
+            raise EnvBuildError(
+                f"{what or cmd[0]} failed (exit {code}). First error:\n{first_error(lines)}\n"
+                f"Full output: {self.path}"
+            )
+
+    def close(self) -> None:
+        self._fh.close()

@@ -1,0 +1,133 @@
+"""Real StreamPETR training in the upstream env: `train_torch` (PyTorch DataLoader) and `train_dali`.
+
+Runs `tools/train.py` of the applied checkout with a CPU smoke config (or any config), one process
+or `--gpus K` processes under torchrun (NCCL on GPUs, gloo on a CPU-only host), streams its log
+(one line per iteration: time, data_time, losses), then checks the run with `upstream_env.check_run`:
+every logged loss finite, a checkpoint whose meta holds CLASSES. With the DALI loader each rank
+also logs which (scene, frame) every batch slot received; `upstream_env.slots` checks the split.
+Exit status 0 only when everything holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from .paths import ENV_DIR, ROOT, env_python
+
+CHECKOUT = ROOT / "upstream" / "StreamPETR"
+CONFIGS = {
+    "torch": {
+        "smoke": "projects/configs/cpu/stream_petr_r50_cpu_smoke.py",
+        "small": "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py",
+        "plain-attn": "projects/configs/cpu/stream_petr_r50_cpu_smoke_plain_attn.py",
+    },
+    "dali": {
+        "smoke": "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py",
+        "small": "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py",
+    },
+}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="upstream_env train", description=__doc__)
+    ap.add_argument("--loader", choices=sorted(CONFIGS), default="torch", help="training data loader")
+    ap.add_argument("--iters", type=int, default=5, help="training iterations (default 5)")
+    ap.add_argument(
+        "--data-root", type=Path, required=True, help="folder with nuscenes2d_temporal_infos_*.pkl"
+    )
+    ap.add_argument("--work-dir", type=Path, help="default: work_dirs/train_<loader>")
+    ap.add_argument(
+        "--config", default="smoke", help="smoke, small (final_dim 128x352), plain-attn, or a path"
+    )
+    ap.add_argument("--gpus", type=int, default=1, help="processes (torchrun) — one per GPU, or CPU ranks")
+    ap.add_argument(
+        "--mode",
+        choices=("shard", "replicate"),
+        default="shard",
+        help="multi-process data split: shard the sequences, or every rank samples the whole data set",
+    )
+    ap.add_argument("--workers", type=int, default=1, help="DataLoader workers per process (torch loader)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/train.py")
+    args = ap.parse_args(argv)
+    if args.iters < 1:
+        ap.error("--iters must be >= 1")
+    if args.gpus < 1:
+        ap.error("--gpus must be >= 1")
+    if args.config in CONFIGS["torch"] and args.config not in CONFIGS[args.loader]:
+        ap.error(
+            f"--config {args.config} has no {args.loader} variant; one of {', '.join(CONFIGS[args.loader])}"
+        )
+    args.work_dir = args.work_dir or ROOT / "work_dirs" / f"train_{args.loader}"
+    return args
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train_command(args: argparse.Namespace) -> list[str]:
+    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1."""
+    config = CONFIGS[args.loader].get(args.config, args.config)
+    data = args.data_root.resolve()
+    ann = data / "nuscenes2d_temporal_infos_train.pkl"
+    options = [
+        f"runner.max_iters={args.iters}",
+        f"checkpoint_config.interval={args.iters}",
+        f"data.workers_per_gpu={args.workers}",
+        f"data.train.data_root={data}/",
+        f"data.train.ann_file={ann}",
+        f"data_loading_config.replicate_dataset_per_gpu={args.mode == 'replicate'}",
+        *args.cfg_options,
+    ]
+    script = ["tools/train.py", config, "--work-dir", str(args.work_dir.resolve()), "--no-validate"]
+    script += ["--seed", str(args.seed), "--cfg-options", *options]
+    if args.gpus == 1:
+        return [str(args.python), *script]
+    launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]
+    launcher += ["--master_addr=127.0.0.1", f"--master_port={_free_port()}"]
+    return [*launcher, *script, "--launcher", "pytorch"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not (CHECKOUT / "tools" / "train.py").exists():
+        print(f"upstream_env train: {CHECKOUT} is not applied; run `nox -s apply`.", file=sys.stderr)
+        return 2
+    if not (args.data_root / "nuscenes2d_temporal_infos_train.pkl").exists():
+        print(
+            f"upstream_env train: {args.data_root} has no nuscenes2d_temporal_infos_train.pkl",
+            file=sys.stderr,
+        )
+        return 2
+    cmd = train_command(args)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    for old in args.work_dir.glob("slots_rank*.jsonl"):
+        old.unlink()
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+    print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
+    code = subprocess.run(cmd, cwd=CHECKOUT, env=env).returncode
+    if code != 0:
+        print(f"upstream_env train: tools/train.py failed (exit {code}).", file=sys.stderr)
+        return code
+    scripts = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
+    label = f"train_{args.loader}"
+    work_dir = str(args.work_dir.resolve())
+    check = [str(args.python), "-m", "upstream_env.check_run", work_dir, str(args.iters), label]
+    code = subprocess.run(check, env=scripts).returncode
+    if code == 0 and args.loader == "dali":
+        slots = [str(args.python), "-m", "upstream_env.slots", work_dir, args.mode]
+        code = subprocess.run(slots, env=scripts).returncode
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

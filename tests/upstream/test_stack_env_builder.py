@@ -1,0 +1,175 @@
+"""The stack's tooling itself (hermetic, stdlib only): error extraction, wheel keys, run checks.
+
+These need neither the upstream env nor the pins; the stack tier tests run the real code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from upstream_env import EnvBuildError
+from upstream_env.build import digest
+from upstream_env.check_run import main as check_run_main
+from upstream_env.check_run import non_finite, summary
+from upstream_env.mmcv_wheel import _patch_std, cxx_std, flavour, want_cuda_ops
+from upstream_env.runlog import BuildLog, first_error
+from upstream_env.train import parse_args, train_command
+
+INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+
+
+def test_first_error_prefers_the_compiler_diagnostic_over_pips_summary() -> None:
+    lines = [
+        "WARNING: Location 'file:///x' is ignored\n",
+        "  [3/67] c++ -c roi_align.cpp\n",
+        "  roi_align.cpp:12:5: error: 'foo' was not declared in this scope\n",
+        "     12 |     foo();\n",
+        "  ninja: build stopped: subcommand failed.\n",
+        "ERROR: Failed building wheel for mmcv-full\n",
+    ]
+    text = first_error(lines, context=1)
+    assert "roi_align.cpp:12:5: error: 'foo'" in text and "Failed building wheel" not in text
+
+
+def test_first_error_finds_pips_error_and_falls_back_to_the_tail() -> None:
+    assert "ResolutionImpossible" in first_error(["Collecting x\n", "ERROR: ResolutionImpossible: ...\n"])
+    assert first_error(["a\n", "b\n", "last words\n"]).endswith("last words")
+
+
+def test_failed_step_names_the_first_error_and_the_log(tmp_path: Path) -> None:
+    log = BuildLog(tmp_path / "build.log", total_steps=1)
+    cmd = ["python3", "-c", "import sys; print('x.cpp:1:2: error: boom'); sys.exit(3)"]
+    with pytest.raises(EnvBuildError) as exc:
+        log.run(cmd, what="compiling")
+    log.close()
+    message = str(exc.value)
+    assert "compiling failed (exit 3)" in message and "x.cpp:1:2: error: boom" in message
+    assert str(tmp_path / "build.log") in message
+    assert "x.cpp:1:2: error: boom" in (tmp_path / "build.log").read_text()
+
+
+def test_cxx_standard_follows_torch_headers() -> None:
+    assert cxx_std("2.14.1+cu130") == "c++20"
+    assert cxx_std("2.13.0+cpu") == "c++17"
+    assert cxx_std("3.0.0") == "c++20"
+
+
+def test_wheel_cache_key_separates_torch_and_ops_flavour() -> None:
+    cpu = flavour(INFO, cuda_ops=False)
+    assert cpu == "cp311-torch2.14.1+cu130-cpuops-c++20-r1"
+    assert flavour(INFO, cuda_ops=True) != cpu
+    assert flavour({**INFO, "torch": "2.13.0+cpu"}, cuda_ops=False) != cpu
+    assert want_cuda_ops(INFO, None) is False
+    assert want_cuda_ops(INFO, True) is True
+
+
+def test_patch_std_rewrites_every_cxx14_flag(tmp_path: Path) -> None:
+    setup = tmp_path / "setup.py"
+    setup.write_text("args = ['-std=c++14']\nnvcc = ['-std=c++14']\n")
+    _patch_std(setup, "c++20")
+    assert setup.read_text().count("-std=c++20") == 2 and "c++14" not in setup.read_text()
+    setup.write_text("nothing here\n")
+    with pytest.raises(EnvBuildError, match="no '-std=c\\+\\+14'"):
+        _patch_std(setup, "c++20")
+
+
+def test_env_stamp_is_stable_and_depends_on_the_ops_choice() -> None:
+    assert digest(None) == digest(None)
+    assert digest(None) != digest(True)
+
+
+def _write_log(work_dir: Path, records: list[dict]) -> None:
+    lines = [json.dumps({"env_info": "...", "seed": 0})] + [json.dumps(r) for r in records]
+    (work_dir / "20261130_000000.log.json").write_text("\n".join(lines) + "\n")
+
+
+def _record(i: int, loss: float) -> dict:
+    return {
+        "mode": "train",
+        "iter": i,
+        "time": 10.0 + i,
+        "data_time": 0.1,
+        "loss": loss,
+        "frame_0_loss_cls": 1.0,
+    }
+
+
+def test_check_run_fails_on_a_non_finite_loss(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    _write_log(tmp_path, [_record(1, 80.0), _record(2, float("nan"))])
+    assert check_run_main([str(tmp_path), "2"]) == 1
+    assert "NON-FINITE LOSS" in capsys.readouterr().err
+    assert non_finite([_record(3, float("inf"))]) == ["iter 3: loss=inf"]
+
+
+def test_check_run_fails_when_iterations_are_missing(tmp_path: Path) -> None:
+    _write_log(tmp_path, [_record(1, 80.0)])
+    assert check_run_main([str(tmp_path), "2"]) == 1
+
+
+def test_summary_leaves_out_the_warm_up_iteration() -> None:
+    text = summary([_record(1, 3.0), _record(2, 2.0), _record(3, 1.0)])
+    assert "median 12.50 s/iter" in text and "first iteration 11.00 s" in text
+
+
+def test_train_command_points_the_config_at_the_data_root(tmp_path: Path) -> None:
+    args = parse_args(["--iters", "3", "--data-root", str(tmp_path), "--config", "small"])
+    cmd = train_command(args)
+    assert cmd[1:3] == ["tools/train.py", "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"]
+    assert "runner.max_iters=3" in cmd and "checkpoint_config.interval=3" in cmd
+    assert f"data.train.ann_file={tmp_path.resolve()}/nuscenes2d_temporal_infos_train.pkl" in cmd
+    assert "--no-validate" in cmd
+
+
+class FakeLog:
+    """Stands in for BuildLog: records commands; `pip wheel` drops a fake wheel instead of compiling."""
+
+    path = Path("build.log")
+
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+
+    def say(self, message: str) -> None:
+        pass
+
+    def run(self, cmd, *, cwd=None, env=None, what=""):  # noqa: ANN001
+        cmd = [str(c) for c in cmd]
+        self.commands.append(cmd)
+        src = Path(cmd[-1])
+        assert (
+            "-std=c++20" in (src / "setup.py").read_text() and "c++14" not in (src / "setup.py").read_text()
+        )
+        assert env["CUDA_VISIBLE_DEVICES"] == "" and env["FORCE_CUDA"] == "0" and env["MMCV_WITH_OPS"] == "1"
+        out = Path(cmd[cmd.index("-w") + 1])
+        out.mkdir(parents=True)
+        (out / "mmcv_full-1.6.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"wheel")
+
+
+def test_mmcv_wheel_is_built_once_from_the_patched_sdist_then_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import io
+    import tarfile
+
+    from upstream_env import mmcv_wheel
+
+    monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path))
+    sdist = tmp_path / "wheels" / "sdist" / mmcv_wheel.SDIST
+    sdist.parent.mkdir(parents=True)
+    with tarfile.open(sdist, "w:gz") as tar:
+        data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n"
+        member = tarfile.TarInfo(f"mmcv-full-{mmcv_wheel.VERSION}/setup.py")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    monkeypatch.setattr(mmcv_wheel, "SDIST_SHA256", hashlib.sha256(sdist.read_bytes()).hexdigest())
+    monkeypatch.setattr(mmcv_wheel, "probe", lambda python: INFO)
+    log = FakeLog()
+    dest = mmcv_wheel.ensure_mmcv_wheel(Path("python"), log)  # type: ignore[arg-type]
+    assert dest == tmp_path / "wheels" / "mmcv-full" / flavour(INFO, cuda_ops=False)
+    assert (dest / "mmcv_full-1.6.0-cp311-cp311-linux_x86_64.whl").exists()
+    assert json.loads((dest / "build-info.json").read_text())["cxx_std"] == "c++20"
+    assert len(log.commands) == 1 and "--no-build-isolation" in log.commands[0]
+    assert mmcv_wheel.ensure_mmcv_wheel(Path("python"), log) == dest  # type: ignore[arg-type]
+    assert len(log.commands) == 1, "a cached wheel is reused, nothing is compiled again"

@@ -1,0 +1,78 @@
+"""Stack tier: the patched StreamPETR plugin imports and computes attention without flash-attn.
+
+The code runs in the upstream env's python (a subprocess in the applied checkout), not in pytest's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
+PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
+pytestmark = pytest.mark.stack
+
+# Makes `import flash_attn` fail whether or not it is installed.
+BLOCK_FLASH_ATTN = "import sys; sys.modules['flash_attn'] = None\n"
+
+
+def run_in_stack(code: str, timeout: float = 600) -> str:
+    """Run `code` with the upstream env's python in the checkout; return stdout, fail with stderr."""
+    proc = subprocess.run(
+        [str(PYTHON), "-c", BLOCK_FLASH_ATTN + textwrap.dedent(code)],
+        cwd=CHECKOUT,
+        env={**os.environ, "PYTHONPATH": str(CHECKOUT)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    return proc.stdout
+
+
+def test_plugin_imports_without_flash_attn() -> None:
+    out = run_in_stack(
+        """
+        import projects.mmdet3d_plugin  # registers every module, imports attention.py
+        from mmcv.cnn.bricks.registry import ATTENTION
+        from projects.mmdet3d_plugin.models.utils import attention
+        assert not attention.HAS_FLASH_ATTN
+        assert ATTENTION.get('PETRMultiheadFlashAttention') is not None
+        print('ok')
+        """
+    )
+    assert out.strip().endswith("ok")
+
+
+def test_sdpa_fallback_matches_reference_attention() -> None:
+    """Same maths as the flash kernel: softmax(q k^T / sqrt(d)) v over the unmasked keys, fp32."""
+    out = run_in_stack(
+        """
+        import torch
+        from projects.mmdet3d_plugin.models.utils.attention import FlashAttention, FlashMHA
+        torch.manual_seed(0)
+        b, t, s, h, d = 2, 5, 7, 8, 32
+        q, kv = torch.randn(b, t, h, d), torch.randn(b, s, 2, h, d)
+        mask = torch.ones(b, s, dtype=torch.bool)
+        mask[1, 4:] = False  # padded keys of the second sample
+        attn = FlashAttention().eval()
+        out, weights = attn(q, kv, key_padding_mask=mask)
+        assert weights is None and out.dtype == torch.float32 and out.shape == (b, t, h, d)
+        logits = torch.einsum('bthd,bshd->bhts', q, kv[:, :, 0]) / d ** 0.5
+        logits = logits.masked_fill(~mask[:, None, None, :], float('-inf'))
+        ref = torch.einsum('bhts,bshd->bthd', logits.softmax(-1), kv[:, :, 1])
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        mha = FlashMHA(256, 8)
+        x = torch.randn(2, 9, 256, requires_grad=True)
+        y, _ = mha(x, x, x)
+        y.sum().backward()
+        assert y.shape == (2, 9, 256) and torch.isfinite(x.grad).all()
+        print('ok')
+        """
+    )
+    assert out.strip().endswith("ok")
