@@ -1,0 +1,15 @@
+# StreamPETR r50 704x256 streaming training with the DALI loader: the upstream config unchanged
+# except that the training batches come from dali_streampetr (validation keeps the PyTorch loader).
+_base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"]
+
+use_dali_pipeline = True
+data_loading_config = dict(
+    device="gpu",  # decode with nvJPEG ("mixed") and resize/normalise on the GPU of this rank
+    num_threads=4,  # DALI CPU threads per rank
+    py_num_workers=1,  # processes reading JPEG bytes for the parallel external source
+    prefetch_queue_depth=2,
+    roi_decode=True,  # decode only the image rows that survive the bottom crop
+    replicate_dataset_per_gpu=False,  # True: every rank samples the whole data set
+    offset_order_per_rank=False,  # with replicate: rank r streams with seed + r
+    on_bad_image="raise",  # or "skip": count and zero a corrupt camera image
+)

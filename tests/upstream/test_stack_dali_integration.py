@@ -1,0 +1,153 @@
+"""Stack tier: the DALI integration patches in the real StreamPETR (train.py, mmdet_train.py, builder.py).
+
+Runs inside the OpenMMLab env (`nox -s tests` does that when the upstream cache holds the pins).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from itertools import islice
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
+BUILDER = "projects/mmdet3d_plugin/datasets/builder.py"
+SMALL = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
+pytestmark = [pytest.mark.stack, pytest.mark.upstream]
+
+
+@pytest.fixture(scope="module")
+def builder():
+    """The patched plugin's builder module (the plugin imported from the applied checkout)."""
+    sys.path.insert(0, str(CHECKOUT))
+    from projects.mmdet3d_plugin.datasets import builder
+
+    return builder
+
+
+@pytest.fixture(scope="module")
+def original_builder(builder, tmp_path_factory: pytest.TempPathFactory):
+    """Upstream's builder.py exactly as at the pin (from the checkout's git history), as a module."""
+    pin = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip()
+    source = subprocess.run(["git", "show", f"{pin}:{BUILDER}"], cwd=CHECKOUT, capture_output=True, text=True)
+    assert "replicate_dataset_per_gpu" not in source.stdout
+    path = tmp_path_factory.mktemp("upstream") / "original_builder.py"
+    path.write_text(source.stdout)
+    spec = importlib.util.spec_from_file_location("original_builder", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["original_builder"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cfg(synthetic_dataset: Path, builder):
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(CHECKOUT / SMALL))
+    cfg.data.train.data_root = f"{synthetic_dataset}/"
+    cfg.data.train.ann_file = str(synthetic_dataset / "nuscenes2d_temporal_infos_train.pkl")
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def dataset(cfg):
+    from mmdet3d.datasets import build_dataset
+
+    return build_dataset(cfg.data.train)
+
+
+def loader_args(cfg) -> dict:
+    return dict(
+        samples_per_gpu=2, workers_per_gpu=0, num_gpus=1, seed=3, shuffler_sampler=cfg.data.shuffler_sampler,
+        nonshuffler_sampler=cfg.data.nonshuffler_sampler, runner_type=cfg.runner,
+    )  # fmt: skip
+
+
+def describe(loader) -> dict:
+    sampler = loader.batch_sampler
+    return {
+        "sampler": type(sampler).__name__,
+        "fields": (sampler.batch_size, sampler.num_replicas, sampler.rank, sampler.seed, sampler.groups_num),
+        "batches": list(islice(iter(sampler), 25)),
+        "loader": (loader.batch_size, loader.num_workers),
+        "worker_seed": loader.worker_init_fn.keywords,
+    }
+
+
+@pytest.mark.parametrize("dist", [False, True])
+def test_flag_off_builds_exactly_upstreams_loader(builder, original_builder, dataset, cfg, dist: bool) -> None:
+    ours = builder.build_dataloader(dataset, dist=dist, **loader_args(cfg))
+    theirs = original_builder.build_dataloader(dataset, dist=dist, **loader_args(cfg))
+    assert describe(ours) == describe(theirs)
+
+
+def test_replicate_reaches_the_samplers_and_worker_seeds_keep_the_real_rank(
+    builder, dataset, cfg, monkeypatch
+) -> None:
+    single = describe(builder.build_dataloader(dataset, **loader_args(cfg)))
+    monkeypatch.setattr(builder, "get_dist_info", lambda: (1, 2))  # this process plays rank 1 of 2
+    shard = describe(builder.build_dataloader(dataset, **loader_args(cfg)))
+    assert shard["fields"][1:3] == (2, 1)
+    assert shard["batches"] != single["batches"]
+
+    replicate = describe(builder.build_dataloader(dataset, replicate_dataset_per_gpu=True, **loader_args(cfg)))
+    assert replicate["fields"][1:3] == (1, 0)
+    assert replicate["batches"] == single["batches"]  # the whole data set, in rank 0's order
+    assert replicate["worker_seed"] == {"num_workers": 0, "rank": 1, "seed": 3}
+
+    offset = builder.build_dataloader(
+        dataset, replicate_dataset_per_gpu=True, offset_order_per_rank=True, **loader_args(cfg)
+    )
+    assert describe(offset)["fields"][3] == 3 + 1
+    assert describe(offset)["batches"] != single["batches"]
+
+
+def test_distributed_args(builder, monkeypatch) -> None:
+    from dali_streampetr.integration import get_dali_pipeline_distributed_args
+
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert get_dali_pipeline_distributed_args({"data_loading_config": {"device": "cpu"}}) == {
+        "rank": 0, "world_size": 1, "device_id": None,
+    }  # fmt: skip
+    assert get_dali_pipeline_distributed_args({"data_loading_config": {"device": "gpu"}})["device_id"] == 3
+
+
+def train(data_root: Path, work_dir: Path, *args: str) -> str:
+    cmd = [sys.executable, "-m", "upstream_env", "train", "--loader", "dali", "--config", "small"]
+    cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def slot_streams(work_dir: Path, rank: int) -> list[list[int]]:
+    lines = (work_dir / f"slots_rank{rank}.jsonl").read_text().splitlines()
+    return [[slot["index"] for slot in json.loads(line)["slots"]] for line in lines]
+
+
+@pytest.mark.slow
+def test_two_training_iterations_on_the_dali_loader(synthetic_dataset: Path, tmp_path: Path) -> None:
+    out = train(synthetic_dataset, tmp_path, "--iters", "2")
+    assert "train_dali: 2 iterations" in out and "all losses finite" in out
+    assert "CLASSES = car, truck" in out
+    assert len(slot_streams(tmp_path, 0)) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["shard", "replicate"])
+def test_two_gloo_processes(synthetic_dataset: Path, tmp_path: Path, mode: str) -> None:
+    out = train(synthetic_dataset, tmp_path, "--iters", "2", "--gpus", "2", "--mode", mode)
+    assert f"split checked: {mode}" in out
+    rank0, rank1 = slot_streams(tmp_path, 0), slot_streams(tmp_path, 1)
+    if mode == "shard":
+        assert all(set(a).isdisjoint(b) for a, b in zip(rank0, rank1, strict=True))
+    else:
+        assert rank0 == rank1
