@@ -44,17 +44,17 @@ def _gpu_missing() -> str | None:
     return None if shutil.which("nvidia-smi") else "gpu tier skipped: no NVIDIA GPU on this machine"
 
 
+TIER_OF: dict[str, str] = {}  # nodeid -> tier, filled at collection
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reasons = {"upstream": _upstream_missing(), "stack": _stack_missing(), "gpu": _gpu_missing()}
     for item in items:
-        for tier in TIERS:
-            if item.get_closest_marker(tier) and reasons[tier]:
+        marked = [tier for tier in TIERS if item.get_closest_marker(tier)]
+        TIER_OF[item.nodeid] = next((t for t in ("gpu", "stack", "upstream") if t in marked), "hermetic")
+        for tier in marked:
+            if reasons[tier]:
                 item.add_marker(pytest.mark.skip(reason=reasons[tier]))
-
-
-def _tier(report: pytest.TestReport) -> str:
-    keywords = report.keywords
-    return next((t for t in ("gpu", "stack", "upstream") if t in keywords), "hermetic")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -62,9 +62,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     reasons: dict[str, str] = {}
     for outcome in ("passed", "failed", "skipped", "error"):
         for report in terminalreporter.stats.get(outcome, []):
-            if not hasattr(report, "keywords"):
+            if not hasattr(report, "nodeid"):
                 continue
-            tier = _tier(report)
+            tier = TIER_OF.get(report.nodeid, "hermetic")
             counts.setdefault(tier, Counter())[outcome] += 1
             if outcome == "skipped" and isinstance(report.longrepr, tuple):
                 reasons.setdefault(tier, report.longrepr[2].removeprefix("Skipped: "))

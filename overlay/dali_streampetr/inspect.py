@@ -1,5 +1,5 @@
 """``python -m dali_streampetr.inspect``: print a batch summary and draw the six augmented images of
-the first sample with the projected 3D boxes (and the 2D centres) into a PNG."""
+the sample with the most boxes, with the projected 3D boxes (and the 2D centres) into a PNG."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         print(summarize(batch))
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        render(batch, loader).save(out)
+        busiest = max(range(len(batch["gt_bboxes_3d"])), key=lambda b: len(batch["gt_bboxes_3d"][b][0]))
+        render(batch, loader, sample=busiest).save(out)
     print(f"wrote {out}")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from mmcv.parallel import DataContainer
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
-from .iterator import DaliStreamLoader, build_loader
+from .iterator import STACKED_KEYS, DaliStreamLoader, build_loader
 
 # Collect3D puts img_metas first, then its ``keys`` (train pipeline + collect_keys) in order.
 KEY_ORDER = (
@@ -30,8 +30,7 @@ KEY_ORDER = (
     "ego_pose",
     "ego_pose_inv",
 )
-STACKED = {"img", "prev_exists", "lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp",
-           "ego_pose", "ego_pose_inv"}  # fmt: skip
+STACKED = set(STACKED_KEYS)
 META_ORDER = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "box_mode_3d", "box_type_3d",
               "img_norm_cfg", "scene_token")  # fmt: skip
 

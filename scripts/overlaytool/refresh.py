@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import OverlayError
 from .apply import _current, _index_env, _read_stamp, overlay_files
-from .gitcmd import TOOL_IDENTITY, git, git_out
+from .gitcmd import TOOL_IDENTITY, blob_sha, git, git_out
 from .series import Patch, load_series, parse_patch
 from .targets import Target
 
@@ -90,6 +90,8 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     overlay = set(overlay_files(target.overlay_dir))
     status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
     changed = {entry[3:] for entry in status.split("\0") if entry} | {p for p in owned if p not in overlay}
+    # edited = differs from what the last apply wrote (the whole series' result), or not written by it
+    edited_files = {rel for rel in changed if rel not in owned or _sha(checkout, rel) != owned[rel]}
     owners: dict[str, list[str]] = {}
     for patch in patches:
         for fp in patch.files:
@@ -100,11 +102,7 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     for patch in patches:
         before = git_out("write-tree", cwd=checkout, env=env)
         git("apply", "--cached", str(patch.path), cwd=checkout, env=env)
-        edited = [
-            fp.path
-            for fp in patch.files
-            if _current(checkout, fp.path) != _index_blob(checkout, env, fp.path)
-        ]
+        edited = [fp.path for fp in patch.files if fp.path in edited_files]
         if not edited:
             continue
         shared = [p for p in edited if len(owners[p]) > 1]
@@ -130,7 +128,7 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
             )
         patch.path.write_text(f"{patch.header}\n{diff}")
         rewritten.append(patch.name)
-    unowned = sorted(p for p in changed if p not in owners)
+    unowned = sorted(p for p in edited_files if p not in owners)
     if unowned:
         raise OverlayError(
             "These changed files belong to no patch: "
@@ -142,9 +140,9 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     return rewritten
 
 
-def _index_blob(checkout: Path, env: dict[str, str], rel: str) -> bytes | None:
-    proc = git("cat-file", "blob", f":{rel}", cwd=checkout, env=env, check=False, text=False)
-    return proc.stdout if proc.returncode == 0 else None
+def _sha(checkout: Path, rel: str) -> str | None:
+    data = _current(checkout, rel)
+    return None if data is None else blob_sha(data)
 
 
 def refresh_target(target: Target) -> str:

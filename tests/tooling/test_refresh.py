@@ -86,3 +86,23 @@ def test_edit_then_amend_then_refresh(applied: Project, tmp_path: Path, capsys) 
     ]
     assert git(applied.checkout, "rev-parse", "HEAD").strip() == applied.pin
     assert (applied.checkout / "README.md").read_text() == "ours, amended\n"
+
+
+def test_file_shared_by_two_patches_round_trips_and_refuses_a_work_tree_edit(
+    project: Project, tmp_path: Path, capsys
+) -> None:
+    first = patched(TRAIN_PY, 5, "first")
+    project.add_patch(
+        "a.patch", make_patch(tmp_path, {"tools/train.py": TRAIN_PY}, {"tools/train.py": first}, "A")
+    )
+    both = patched(first, 30, "second")
+    project.add_patch(
+        "b.patch", make_patch(tmp_path, {"tools/train.py": first}, {"tools/train.py": both}, "B")
+    )
+    assert project.run("apply") == 0
+    before = patch_files(project)
+    assert project.run("refresh") == 0
+    assert patch_files(project) == before
+    (project.checkout / "tools" / "train.py").write_text(patched(both, 20, "mine"))
+    assert project.run("refresh") == 1
+    assert "tools/train.py is touched by a.patch, b.patch" in capsys.readouterr().err

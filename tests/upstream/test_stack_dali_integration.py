@@ -34,7 +34,9 @@ def builder():
 @pytest.fixture(scope="module")
 def original_builder(builder, tmp_path_factory: pytest.TempPathFactory):
     """Upstream's builder.py exactly as at the pin (from the checkout's git history), as a module."""
-    pin = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True).stdout.strip()
+    pin = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True, text=True
+    ).stdout.strip()
     source = subprocess.run(["git", "show", f"{pin}:{BUILDER}"], cwd=CHECKOUT, capture_output=True, text=True)
     assert "replicate_dataset_per_gpu" not in source.stdout
     path = tmp_path_factory.mktemp("upstream") / "original_builder.py"
@@ -82,7 +84,9 @@ def describe(loader) -> dict:
 
 
 @pytest.mark.parametrize("dist", [False, True])
-def test_flag_off_builds_exactly_upstreams_loader(builder, original_builder, dataset, cfg, dist: bool) -> None:
+def test_flag_off_builds_exactly_upstreams_loader(
+    builder, original_builder, dataset, cfg, dist: bool
+) -> None:
     ours = builder.build_dataloader(dataset, dist=dist, **loader_args(cfg))
     theirs = original_builder.build_dataloader(dataset, dist=dist, **loader_args(cfg))
     assert describe(ours) == describe(theirs)
@@ -97,7 +101,9 @@ def test_replicate_reaches_the_samplers_and_worker_seeds_keep_the_real_rank(
     assert shard["fields"][1:3] == (2, 1)
     assert shard["batches"] != single["batches"]
 
-    replicate = describe(builder.build_dataloader(dataset, replicate_dataset_per_gpu=True, **loader_args(cfg)))
+    replicate = describe(
+        builder.build_dataloader(dataset, replicate_dataset_per_gpu=True, **loader_args(cfg))
+    )
     assert replicate["fields"][1:3] == (1, 0)
     assert replicate["batches"] == single["batches"]  # the whole data set, in rank 0's order
     assert replicate["worker_seed"] == {"num_workers": 0, "rank": 1, "seed": 3}

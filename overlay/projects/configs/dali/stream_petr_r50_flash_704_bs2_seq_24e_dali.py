@@ -3,13 +3,15 @@
 _base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"]
 
 use_dali_pipeline = True
+# Every knob; all but device and num_threads are the defaults (dali_streampetr.config.LoaderConfig).
 data_loading_config = dict(
     device="gpu",  # decode with nvJPEG ("mixed") and resize/normalise on the GPU of this rank
-    num_threads=4,  # DALI CPU threads per rank
+    num_threads=4,  # DALI CPU threads per rank (default 2)
     py_num_workers=1,  # processes reading JPEG bytes for the parallel external source
     prefetch_queue_depth=2,
     roi_decode=True,  # decode only the image rows that survive the bottom crop
     replicate_dataset_per_gpu=False,  # True: every rank samples the whole data set
     offset_order_per_rank=False,  # with replicate: rank r streams with seed + r
     on_bad_image="raise",  # or "skip": count and zero a corrupt camera image
+    log_slots=False,  # True: <work_dir>/slots_rank<r>.jsonl, the (scene, frame) of every batch slot
 )
