@@ -173,3 +173,25 @@ def train_torch(session: nox.Session) -> None:
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, sys.executable, "upstream_env", "train", "--loader", "torch", *args)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """DALI vs the original DataLoader, one run, side by side: `-- [--data-root DIR] [--batches N]
+    [--repeats R] [--out DIR] [--stall]` (python -m loaderbench --help); writes out/bench/bench.{json,png}."""
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, python, "loaderbench", *args)
+
+
+@nox.session
+def equivalence(session: nox.Session) -> None:
+    """The DALI loader vs the original pipeline, field by field (docs/equivalence.md).
+
+    `-- [--config r50|vov|PATH ...] [--data-root DIR] [--batches N] [--out DIR]`; default: both configs,
+    4 batches each, on the embedded synthetic data set. Prints a table per config, writes
+    out/equivalence/equivalence.json and fails when any DESIGN.md §5 tolerance is exceeded.
+    """
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, python, "equivalence", *args)

@@ -1,0 +1,60 @@
+"""CLI: `python -m equivalence [--config r50|vov|PATH ...] [--data-root DIR] [--batches N] [--out DIR]`.
+
+Prints a table per config and writes `<out>/equivalence.json`; exit status 1 when any tolerance is
+exceeded (2 on a usage error)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .loaders import CONFIGS, REPO_ROOT, import_upstream
+from .report import render, write_json
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="equivalence", description=__doc__)
+    ap.add_argument("--config", action="append", help=f"{' | '.join(CONFIGS)} | a config path (repeatable;"
+                    " default: r50 and vov)")  # fmt: skip
+    ap.add_argument("--data-root", type=Path, help="folder with nuscenes2d_temporal_infos_train.pkl "
+                    "(default: the embedded synthetic data set)")  # fmt: skip
+    ap.add_argument("--batches", type=int, default=4, help="batches compared per config (default 4)")
+    ap.add_argument("--batch-size", type=int, help="samples per batch (default: the config's)")
+    ap.add_argument("--seed", type=int, help="default: the first seed covering flip x padding")
+    ap.add_argument("--draws", type=int, default=2000, help="draws per side for the distribution tests")
+    ap.add_argument("--sequence-iters", type=int, default=24, help="iterations of the sampler comparison")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "equivalence")
+    args = ap.parse_args(argv)
+    if args.batches < 1:
+        ap.error("--batches must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.data_root is None:
+        from synthdata import ensure_dataset
+
+        args.data_root = ensure_dataset()
+    import_upstream()
+    from .harness import run_config
+
+    records = []
+    for config in args.config or list(CONFIGS):
+        print(f"equivalence: {config} on {args.data_root}", flush=True)
+        record = run_config(
+            config, args.data_root.resolve(), batches=args.batches, seed=args.seed,
+            samples_per_gpu=args.batch_size, sequence_iters=args.sequence_iters, draws=args.draws,
+        )  # fmt: skip
+        records.append(record)
+        print(render(record) + "\n", flush=True)
+    out = args.out / "equivalence.json"
+    write_json(records, out)
+    ok = all(r["ok"] for r in records)
+    print(f"equivalence: {'PASS' if ok else 'FAIL'} ({', '.join(r['config'] for r in records)}); wrote {out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

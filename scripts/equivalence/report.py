@@ -1,0 +1,97 @@
+"""Text tables and the JSON file of an equivalence run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+FIELD_ORDER = ("img", "lidar2img", "intrinsics", "extrinsics", "ego_pose", "ego_pose_inv", "timestamp",
+               "img_timestamp", "prev_exists", "gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "centers2d",
+               "depths", "gt_labels", "img_metas.gt_bboxes_3d", "img_metas.gt_labels_3d")  # fmt: skip
+
+
+def _num(x: float) -> str:
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.2e}"
+
+
+def _tolerance(s: dict[str, Any]) -> str:
+    t = s["tolerance"]
+    if s["kind"] == "image":
+        return f"mean <= {t['mean_abs']}, p99.9 <= {t['p99_9']} (per image)"
+    return "exact" if t["max_abs"] == 0 else f"max <= {t['max_abs']:g}"
+
+
+def _details(name: str, s: dict[str, Any], counts: dict[str, dict[str, int]]) -> str:
+    if s["kind"] == "image":
+        worst = f"{s['worst_image_mean_abs']:.3f} / {s['worst_image_p99_9']:.2f}"
+        return f"PSNR {s['psnr_db']:.1f} dB, p99.9 {s['p99_9']:.2f}, worst image mean / p99.9 {worst}"
+    if name.endswith("gt_bboxes_3d"):
+        return f"{counts['dali']['boxes3d']} boxes (original {counts['original']['boxes3d']})"
+    if name == "gt_bboxes":
+        return f"{counts['dali']['boxes2d']} boxes (original {counts['original']['boxes2d']})"
+    return f"{s['elements']} values"
+
+
+def field_table(record: dict[str, Any]) -> str:
+    """Markdown table: one row per field."""
+    fields = record["fields"]
+    names = [n for n in FIELD_ORDER if n in fields] + sorted(set(fields) - set(FIELD_ORDER))
+    rows = [
+        "| field | max abs diff | mean abs diff | details | tolerance | ok |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        s = fields[name]
+        cells = [name, _num(s["max_abs"]), _num(s["mean_abs"]), _details(name, s, record["counts"])]
+        cells += [_tolerance(s), "yes" if s["ok"] else "NO"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def summary_lines(record: dict[str, Any]) -> list[str]:
+    seq = record["sequence"]["runs"]
+    draws = {k: v for k, v in record["draws"].items() if k != "n"}
+    worst = min(draws.items(), key=lambda kv: kv[1]["p"])
+    n_diffs = len(record["structure_diffs"])
+    lines = [
+        f"structure: {f'{n_diffs} DIFFS' if n_diffs else 'identical'}"
+        " (keys, nesting, DataContainer flags, dtypes, shapes, img_metas values)",
+        f"batch order: {'same frames per slot' if record['batch_order']['equal'] else 'DIFFERENT'}"
+        f"; cases covered: {'; '.join(record['cases'])}",
+        f"sequence order + prev_exists: {sum(r['equal'] for r in seq)}/{len(seq)} runs (mode, world size,"
+        f" rank) identical over {seq[0]['iterations'] if seq else 0} iterations",
+        f"draw distributions ({record['draws']['n']['dali']} draws each): "
+        + ", ".join(f"{k} p={v['p']:.3g}" for k, v in draws.items() if v["test"] != "constant")
+        + f"; lowest p: {worst[0]} {worst[1]['p']:.3g}",
+    ]
+    lines += [f"  structure diff: {d}" for d in record["structure_diffs"][:20]]
+    return lines
+
+
+def render(record: dict[str, Any]) -> str:
+    head = (f"## {record['config']}: final_dim {record['final_dim'][0]}x{record['final_dim'][1]}, "
+            f"to_rgb={record['to_rgb']}, {record['batches']} batches x {record['samples_per_gpu']}, "
+            f"seed {record['seed']} -> {'PASS' if record['ok'] else 'FAIL'}")  # fmt: skip
+    return "\n".join([head, "", field_table(record), "", *summary_lines(record)])
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+def write_json(records: list[dict[str, Any]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"ok": all(r["ok"] for r in records), "configs": records}
+    path.write_text(json.dumps(_clean(doc), indent=1, default=str) + "\n")

@@ -1,0 +1,128 @@
+"""Sequence order: the frames and ``prev_exists`` each batch slot gets, from the real
+``InfiniteGroupEachSampleInBatchSampler`` (built by the plugin's ``build_dataloader`` as rank r of W)
+and from the DALI loader's planner, for shard and replicate modes. No images are read."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+
+@contextlib.contextmanager
+def as_rank(rank: int, world_size: int) -> Iterator[None]:
+    """Make the plugin's ``build_dataloader`` see ``(rank, world_size)`` (no process group needed:
+    the sampler's seed sync reads the real, uninitialised group and keeps the seed)."""
+    from projects.mmdet3d_plugin.datasets import builder
+
+    saved = builder.get_dist_info
+    builder.get_dist_info = lambda: (rank, world_size)
+    try:
+        yield
+    finally:
+        builder.get_dist_info = saved
+
+
+SEQ_SAMPLER = {"type": "InfiniteGroupEachSampleInBatchSampler"}
+ITER_RUNNER = {"type": "IterBasedRunner"}
+
+
+class FlagsOnly:
+    """A stand-in data set for the sampler: only ``flag`` (group id per frame) and ``len``."""
+
+    def __init__(self, flags: Any) -> None:
+        import numpy as np
+
+        self.flag = np.asarray(flags, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.flag)
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+def original_indices(
+    dataset: Any,
+    samples_per_gpu: int,
+    *,
+    rank: int,
+    world_size: int,
+    seed: int,
+    mode: str,
+    offset: bool,
+    iters: int,
+) -> list[list[int]]:
+    """``iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
+    ``build_dataloader`` builds it for a seq config (IterBasedRunner + the infinite group sampler)."""
+    from projects.mmdet3d_plugin.datasets.builder import build_dataloader
+
+    with as_rank(rank, world_size):
+        loader = build_dataloader(
+            dataset, samples_per_gpu, 0, 1, dist=True, seed=seed, shuffler_sampler=SEQ_SAMPLER,
+            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=ITER_RUNNER,
+            replicate_dataset_per_gpu=mode == "replicate", offset_order_per_rank=offset,
+        )  # fmt: skip
+    return [list(batch) for batch in islice(iter(loader.batch_sampler), iters)]
+
+
+def original_stream(
+    cfg: Any, dataset: Any, *, rank: int, world_size: int, seed: int, mode: str, offset: bool, iters: int
+) -> list[list[tuple[int, bool]]]:
+    """``iters`` batches of (dataset index, prev_exists from ``get_data_info``) of the real data set."""
+    batches = original_indices(dataset, cfg.data.samples_per_gpu, rank=rank, world_size=world_size, seed=seed,
+                               mode=mode, offset=offset, iters=iters)  # fmt: skip
+    prev = [bool(dataset.get_data_info(i)["prev_exists"]) for i in range(len(dataset))]
+    return [[(i, prev[i]) for i in batch] for batch in batches]
+
+
+def dali_stream(
+    cfg: Any, data_root: Path, *, rank: int, world_size: int, seed: int, mode: str, offset: bool, iters: int
+) -> list[list[tuple[int, bool]]]:
+    """The same from the DALI loader's own planner (its pipeline is never started)."""
+    from dali_streampetr.iterator import build_loader
+
+    loader = build_loader(
+        cfg, data_root, rank=rank, world_size=world_size, seed=seed,
+        replicate_dataset_per_gpu=mode == "replicate", offset_order_per_rank=offset,
+    )  # fmt: skip
+    return [[(p.index, p.prev_exists) for p in loader.planner.plan(it)] for it in range(iters)]
+
+
+def compare_streams(
+    cfg: Any,
+    dataset: Any,
+    data_root: Path,
+    *,
+    world_sizes: tuple[int, ...] = (1, 2, 4),
+    modes: tuple[tuple[str, bool], ...] = (("shard", False), ("replicate", False), ("replicate", True)),
+    seed: int = 0,
+    iters: int = 32,
+) -> list[dict[str, Any]]:
+    """One record per (mode, world size, rank): equal or not, and the first differing iteration.
+    Configurations the original sampler refuses (too few groups) must be refused by DALI too."""
+    rows = []
+    for mode, offset in modes:
+        for world_size in world_sizes:
+            for rank in range(world_size):
+                kw = dict(rank=rank, world_size=world_size, seed=seed, mode=mode, offset=offset, iters=iters)
+                row: dict[str, Any] = {"mode": mode, "offset_order_per_rank": offset}
+                row.update(world_size=world_size, rank=rank, iterations=iters)
+                try:
+                    want = original_stream(cfg, dataset, **kw)
+                except AssertionError:
+                    want = None
+                try:
+                    got = dali_stream(cfg, data_root, **kw)
+                except ValueError:
+                    got = None
+                if want is None or got is None:
+                    refused = {"original": want is None, "dali": got is None}
+                    row.update(equal=want is None and got is None, refused=refused)
+                else:
+                    diff = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
+                    row.update(equal=diff is None, first_diff=diff, frames=sum(len(b) for b in want))
+                rows.append(row)
+    return rows

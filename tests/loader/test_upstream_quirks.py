@@ -1,0 +1,40 @@
+"""Upstream quirks the loader reproduces so that its batches equal the original ones exactly
+(found by the equivalence harness, tests/equivalence)."""
+
+from __future__ import annotations
+
+import numpy as np
+from dali_streampetr.augment import AugDraw
+from dali_streampetr.geometry import apply_ida, ida_matrix
+from dali_streampetr.infos import _labels, _per_cam, quat_to_matrix
+
+DRAW = AugDraw(0.4710518892666459, (753, 423), (31, 167, 735, 423), True, 0.0, 0.2, 1.01, (0.0, 0.0, 0.0))
+
+
+def test_no_valid_box_gives_float64_labels_like_np_array_of_an_empty_list() -> None:
+    assert _labels(np.array([]), ["car"]).dtype == np.float64
+    assert _labels(np.array(["car", "x"]), ["car"]).tolist() == [0, -1]
+    assert _labels(np.array(["car"]), ["car"]).dtype == np.int64
+
+
+def test_empty_camera_annotations_keep_the_pickles_shape() -> None:
+    assert _per_cam(np.array([], dtype=np.float32), np.float32, 4).shape == (0,)
+    assert _per_cam(np.zeros((0, 4)), np.float32, 4).shape == (0, 4)
+    assert _per_cam([[1, 2, 3, 4]], np.float32, 4).shape == (1, 4)
+
+
+def test_ida_uses_the_float32_resize_ratio() -> None:
+    m = ida_matrix(DRAW)
+    assert m[1, 1] == float(np.float32(DRAW.resize)) and m[0, 0] == -m[1, 1]
+    assert np.array_equal(m.astype(np.float32).astype(np.float64), m)  # every entry exact in float32
+    k = np.eye(4)[None].repeat(2, 0)
+    intr, _ = apply_ida(k, np.eye(4, dtype=np.float32)[None].repeat(2, 0), DRAW)
+    assert intr[0, 0, 0] == -float(np.float32(DRAW.resize)) and intr[0, 0, 2] == 31 + 704
+
+
+def test_quaternion_matrix_is_a_rotation_and_normalises() -> None:
+    q = np.array([0.9, 0.1, -0.3, 0.2])
+    r = quat_to_matrix(q)
+    np.testing.assert_allclose(r @ r.T, np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(quat_to_matrix(q * 3), r, atol=1e-15)
+    np.testing.assert_array_equal(quat_to_matrix([1.0, 0.0, 0.0, 0.0]), np.eye(3))
