@@ -1,0 +1,199 @@
+"""``python -m loaderbench [--data-root DIR] [--batches N] [--repeats R] [--out DIR] ...``
+
+Runs every configuration in its own process (see :mod:`.runcase`), then the decode floors
+(:mod:`.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
+Run it in the upstream env with ``scripts`` on ``PYTHONPATH`` (``nox -s bench`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import report
+from .cases import ACCV_BATCH, ROOT, sweep
+from .runcase import RESULT_TAG
+
+PACKAGES = (
+    "torch",
+    "nvidia-dali-cuda120",
+    "mmcv-full",
+    "mmdet",
+    "mmdet3d",
+    "numpy",
+    "pillow",
+    "opencv-python",
+)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="loaderbench", description=__doc__.split("\n\n")[1])
+    ap.add_argument("--data-root", type=Path, help="data set (default: the synthetic one, made if missing)")
+    ap.add_argument("--batches", type=int, default=10, help="timed batches per repeat, r50 (default 10)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed repeats, >= 3 for a median (default 3)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed batches first (default 3)")
+    ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench", help="output folder")
+    ap.add_argument("--profiles", default="r50,accv", help="comma list of r50, accv (default both)")
+    ap.add_argument("--only", default="", help="run only configurations whose name contains this")
+    ap.add_argument("--accv-full", action="store_true", help="sweep accv like r50 (default: 2 cores only)")
+    ap.add_argument("--no-variants", action="store_true", help="skip the DALI setting variants")
+    ap.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto", help="add DALI on GPU")
+    ap.add_argument("--no-floor", action="store_true", help="skip the decode floor")
+    ap.add_argument(
+        "--dali", action="append", default=[], metavar="KEY=VALUE",
+        help="DALI loader override for every DALI configuration (e.g. roi_decode=False); repeatable",
+    )  # fmt: skip
+    ap.add_argument("--stall", action="store_true", help="also the loader-stall measurement (see stall)")
+    ap.add_argument("--stall-iters", type=int, default=6, help="training iterations per stall run")
+    args = ap.parse_args(argv)
+    if args.repeats < 1 or args.batches < 1:
+        ap.error("--batches and --repeats must be >= 1")
+    return args
+
+
+def batches_for(profile: str, batches: int) -> int:
+    """Timed batches per repeat: the accv profile (batch 8) about 2/3 of r50's samples (time budget)."""
+    return batches if profile == "r50" else max(2, math.ceil(batches * 2 / ACCV_BATCH) - 1)
+
+
+def run_json(module: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """Run ``python -m module '<spec>'`` and return its RESULT, or ``{'error': ...}``."""
+    proc = subprocess.run([sys.executable, "-m", module, json.dumps(spec)], capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_TAG):
+            return json.loads(line[len(RESULT_TAG) :])
+    tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-3:]
+    return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value.lower() if value in ("True", "False") else value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def has_gpu() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def default_data_root() -> Path:
+    from synthdata import ensure_dataset
+
+    return ensure_dataset()
+
+
+def meta(args: argparse.Namespace, data_root: Path) -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": platform.node(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "versions": versions,
+        "data_root": str(data_root),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t_start = time.perf_counter()
+    data_root = (args.data_root or default_data_root()).resolve()
+    profiles = tuple(p for p in args.profiles.split(",") if p)
+    gpu = args.gpu == "yes" or (args.gpu == "auto" and has_gpu())
+    overrides = dict(parse_override(o) for o in args.dali)
+    info = meta(args, data_root)
+    load_start = os.getloadavg()
+    print(f"loaderbench: data {data_root}, load average {load_start[0]:.2f}", flush=True)
+    cases: list[dict[str, Any]] = []
+    for case in sweep(profiles, gpu, args.accv_full, not args.no_variants):
+        if args.only and args.only not in case.name:
+            continue
+        spec = {
+            "case": {k: v for k, v in case.to_dict().items() if k not in ("name", "cores")},
+            "data_root": str(data_root),
+            "warmup": args.warmup if case.profile == "r50" else min(args.warmup, 2),
+            "batches": batches_for(case.profile, args.batches),
+            "repeats": args.repeats,
+            "overrides": overrides if case.loader == "dali" else {},
+        }
+        t0 = time.perf_counter()
+        res = run_json("loaderbench.runcase", spec)
+        res.setdefault("case", case.to_dict())
+        if "error" not in res:
+            res["summary"] = report.summarise_case(res)
+            s = res["summary"]
+            msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
+        else:
+            msg = "FAILED " + res["error"]
+        print(f"  {case.name:24s} {msg}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        cases.append(res)
+    floors_raw, floors = [], []
+    if not args.no_floor:
+        for profile in profiles:
+            spec = {"profile": profile, "data_root": str(data_root), "warmup": 2,
+                    "batches": batches_for(profile, args.batches), "repeats": args.repeats}  # fmt: skip
+            res = run_json("loaderbench.floor", spec)
+            if "error" in res:
+                print(f"  {profile}/decode-floor FAILED {res['error']}", flush=True)
+                continue
+            floors_raw.append(res)
+            floors += report.summarise_floor(res)
+    stall = None
+    if args.stall:
+        from .stall import run_stall
+
+        stall = run_stall(data_root, iters=args.stall_iters, out=args.out)
+    rows = report.ratios(cases, floors)
+    load_end = os.getloadavg()
+    result = {
+        "meta": info,
+        "loadavg_start": load_start,
+        "loadavg_end": load_end,
+        "duration_s": time.perf_counter() - t_start,
+        "title": f"StreamPETR loaders, {info['affinity']} cores, "
+        f"load avg {load_start[0]:.1f} -> {load_end[0]:.1f}",
+        "cases": cases,
+        "floors_raw": floors_raw,
+        "floors": floors,
+        "ratios": rows,
+        "targets": report.TARGETS,
+        "stall": stall,
+    }
+    js, png = report.write(result, args.out)
+    print()
+    print(report.table(cases, floors, rows))
+    if stall:
+        from .stall import stall_table
+
+        print()
+        print(stall_table(stall))
+    print(f"\nload average {load_start[0]:.2f} -> {load_end[0]:.2f}; {result['duration_s']:.0f} s")
+    print(f"wrote {js} and {png}")
+    return 0 if all("error" not in c for c in cases) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The no-loader bound: iterations of the real model on batches cached in memory.
+
+Like detectron2's ``benchmark_train`` (which serves 100 cached batches): K batches are taken once from
+the original DataLoader, then the timed iterations run ``model.train_step`` + backward + gradient
+clipping + optimizer step (what ``IterBasedRunner`` with ``OptimizerHook`` does) on them in turn, so
+no loader runs while timing. ``python -m loaderbench.cachedbound '<json>'`` prints one ``RESULT`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from itertools import cycle
+from pathlib import Path
+from typing import Any
+
+from .cases import CHECKOUT, build_torch, enter_checkout
+from .runcase import RESULT_TAG
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    enter_checkout()
+    import torch
+    from mmcv import Config
+    from mmcv.parallel import MMDataParallel
+    from mmcv.runner import build_optimizer
+    from mmdet3d.models import build_model
+
+    data_root = Path(spec["data_root"])
+    cfg = Config.fromfile(str(CHECKOUT / spec["config"]))
+    cfg.data.train.data_root = f"{data_root}/"
+    cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
+    torch.manual_seed(0)
+    loader = iter(build_torch(cfg, 0))
+    cached = [next(loader) for _ in range(spec.get("batches", 2))]
+    del loader
+    model = build_model(cfg.model, train_cfg=cfg.get("train_cfg"), test_cfg=cfg.get("test_cfg"))
+    model.init_weights()
+    model = MMDataParallel(model, device_ids=[])
+    model.train()
+    optimizer = build_optimizer(model, cfg.optimizer)
+    clip = (cfg.get("optimizer_config") or {}).get("grad_clip")
+    times = []
+    for i, batch in zip(range(spec.get("iters", 4) + 1), cycle(cached), strict=False):
+        t0 = time.perf_counter()
+        outputs = model.train_step(batch, optimizer)
+        optimizer.zero_grad()
+        outputs["loss"].backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], **clip)
+        optimizer.step()
+        if i:  # the first iteration warms up allocators and caches
+            times.append(time.perf_counter() - t0)
+    return {"config": spec["config"], "cached_batches": len(cached), "iters": len(times),
+            "iter_times_s": times, "iter_s": statistics.median(times)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    print(RESULT_TAG + json.dumps(run(json.loads((argv or sys.argv[1:])[0]))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

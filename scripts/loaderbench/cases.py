@@ -1,0 +1,152 @@
+"""The benchmark configurations and how each loader is built from the same StreamPETR config.
+
+Profiles: ``r50`` is the upstream r50 streaming config as it is (batch 2, 256x704); ``accv`` mirrors
+the published ACCV-Lab evaluation: batch 8, 1024x372 output (``final_dim=(372, 1024)``) with
+``resize_lim=(0.64, 0.7)`` so that the 1024-wide crop fits into the resized 1600x900 image
+(0.64 * 1600 = 1024), and ``replicate_dataset_per_gpu=True`` (a no-op for one process). Its
+``seq_split_num`` is 4 instead of 2 so that the 3 training scenes of the synthetic set give the 8
+streams 8 batch slots need (it decides which frame follows which, not the work per batch).
+Everything here runs in the upstream (OpenMMLab) env with the applied checkout on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = ROOT / "upstream" / "StreamPETR"
+R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
+ACCV_IDA = {"final_dim": (372, 1024), "resize_lim": (0.64, 0.7)}
+ACCV_BATCH = 8
+ACCV_SEQ_SPLIT = 4  # 8 batch slots need >= 8 sequence groups; the synthetic train split has 3 scenes
+
+
+# DALI settings measured beside the defaults in the same run (what each setting buys):
+VARIANTS: dict[str, dict[str, Any]] = {
+    "pyw0": {"py_num_workers": 0},  # the external source in the main process, no worker process
+    "noroi": {"roi_decode": False},  # decode whole images (what ROI decoding saves)
+}
+R50_VARIANTS = (("pyw0", 1), ("pyw0", 2), ("noroi", 1))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured configuration."""
+
+    profile: str  # "r50" | "accv"
+    loader: str  # "torch" | "dali"
+    workers: int = 0  # DataLoader workers (torch)
+    threads: int = 0  # DALI CPU threads (dali)
+    device: str = "cpu"  # DALI "cpu" | "gpu" (mixed decoding)
+    variant: str = ""  # a key of VARIANTS: DALI settings other than the defaults
+
+    @property
+    def name(self) -> str:
+        if self.loader == "torch":
+            return f"{self.profile}/torch-w{self.workers}"
+        return f"{self.profile}/dali-{self.device}-t{self.threads}" + (
+            f"-{self.variant}" if self.variant else ""
+        )
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(VARIANTS[self.variant]) if self.variant else {}
+
+    @property
+    def cores(self) -> int:
+        """Cores the configuration is meant to use: workers (the main process waits) or DALI threads."""
+        return max(1, self.workers) if self.loader == "torch" else self.threads
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "name": self.name, "cores": self.cores}
+
+
+def sweep(
+    profiles: tuple[str, ...] = ("r50", "accv"),
+    gpu: bool = False,
+    accv_full: bool = False,
+    variants: bool = True,
+) -> list[Case]:
+    """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (+ DALI GPU when asked); the
+    accv profile only at 2 cores (torch 2 workers, DALI 2 threads) unless ``accv_full``; r50 also
+    with the DALI setting variants (``VARIANTS``) unless ``variants`` is false."""
+    cases = []
+    for profile in profiles:
+        full = profile != "accv" or accv_full
+        cases += [Case(profile, "torch", workers=w) for w in ((0, 1, 2) if full else (2,))]
+        cases += [Case(profile, "dali", threads=t) for t in ((1, 2) if full else (2,))]
+        if profile == "r50" and variants:
+            cases += [Case(profile, "dali", threads=t, variant=v) for v, t in R50_VARIANTS]
+        if gpu:
+            cases.append(Case(profile, "dali", threads=2, device="gpu"))
+    return cases
+
+
+def enter_checkout() -> None:
+    """Make ``projects.mmdet3d_plugin`` importable and resolve the configs' relative ``_base_``."""
+    for path in (str(CHECKOUT), str(ROOT / "overlay")):
+        if path in sys.path:
+            sys.path.remove(path)
+    sys.path[:0] = [str(ROOT / "overlay"), str(CHECKOUT)]  # our loader first, then the checkout
+    os.chdir(CHECKOUT)
+
+
+def load_config(profile: str, data_root: Path) -> Any:
+    """The mmcv Config of ``profile`` with the train set pointed at ``data_root``."""
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(CHECKOUT / R50_CONFIG))
+    cfg.data.train.data_root = f"{data_root}/"
+    cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
+    if profile == "accv":
+        cfg.ida_aug_conf.update(ACCV_IDA)
+        for step in cfg.data.train.pipeline:
+            if step["type"] == "ResizeCropFlipRotImage":
+                step["data_aug_conf"] = cfg.ida_aug_conf
+        cfg.data.samples_per_gpu = ACCV_BATCH
+        cfg.data.train.seq_split_num = ACCV_SEQ_SPLIT
+        cfg.data_loading_config = {"replicate_dataset_per_gpu": True}
+    elif profile != "r50":
+        raise ValueError(f"unknown profile {profile!r} (r50, accv)")
+    return cfg
+
+
+def build_torch(cfg: Any, workers: int) -> Any:
+    """The original loader: the config's CustomNuScenesDataset + StreamPETR's build_dataloader."""
+    import projects.mmdet3d_plugin  # noqa: F401  (registers the plugin's datasets and transforms)
+    from mmdet3d.datasets import build_dataset
+    from projects.mmdet3d_plugin.datasets.builder import build_dataloader
+
+    dataset = build_dataset(cfg.data.train)
+    return build_dataloader(
+        dataset,
+        cfg.data.samples_per_gpu,
+        workers,
+        dist=False,
+        seed=0,
+        shuffler_sampler=cfg.data.shuffler_sampler,
+        nonshuffler_sampler=cfg.data.nonshuffler_sampler,
+        runner_type=cfg.runner,
+    )
+
+
+def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **overrides: Any) -> Any:
+    """The DALI drop-in, in the collated DataContainer form the model sees (as the DataLoader's)."""
+    from dali_streampetr.mmdet_adapter import build_mmdet_loader
+
+    device_id = 0 if device == "gpu" else None
+    return build_mmdet_loader(
+        cfg, data_root, rank=0, world_size=1, seed=0, device_id=device_id, num_threads=threads,
+        device=device, **overrides,
+    )  # fmt: skip
+
+
+def build(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Any:
+    """The loader of ``case`` from the (profile's) config ``cfg``."""
+    if case.loader == "torch":
+        return build_torch(cfg, case.workers)
+    return build_dali(cfg, data_root, case.threads, case.device, **overrides)

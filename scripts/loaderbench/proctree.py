@@ -1,0 +1,130 @@
+"""CPU time and memory of a process tree, read from Linux ``/proc`` (no psutil needed).
+
+CPU seconds of a tree = for every live member ``utime + stime`` (all its threads) plus
+``cutime + cstime`` (its reaped children), so a child that exits and is waited for keeps counting.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    ppid: int
+    cpu_s: float  # utime + stime + cutime + cstime
+
+
+def _parse_stat(text: str) -> tuple[int, float]:
+    """(ppid, cpu seconds incl. reaped children) from the text of ``/proc/<pid>/stat``."""
+    rest = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces and ')'
+    ppid = int(rest[1])
+    utime, stime, cutime, cstime = (int(v) for v in rest[11:15])
+    return ppid, (utime + stime + cutime + cstime) / CLK_TCK
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    try:
+        ppid, cpu = _parse_stat((PROC / str(pid) / "stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return None  # gone in the meantime
+    return ProcStat(pid, ppid, cpu)
+
+
+def tree(root: int) -> list[ProcStat]:
+    """``root`` and all its live descendants."""
+    stats = [s for p in PROC.iterdir() if p.name.isdigit() and (s := read_stat(int(p.name)))]
+    children: dict[int, list[ProcStat]] = {}
+    by_pid = {s.pid: s for s in stats}
+    for s in stats:
+        children.setdefault(s.ppid, []).append(s)
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in by_pid:
+            out.append(by_pid[pid])
+        todo.extend(c.pid for c in children.get(pid, ()))
+    return out
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by ``root`` (default: this process) and its tree."""
+    return sum(s.cpu_s for s in tree(os.getpid() if root is None else root))
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, PSS) of one process in MiB; PSS splits pages shared between forked workers."""
+    try:
+        rss = int((PROC / str(pid) / "statm").read_text().split()[1]) * PAGE / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0, 0.0
+    pss = rss
+    try:
+        for line in (PROC / str(pid) / "smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1]) / 1024
+                break
+    except (OSError, ValueError):
+        pass
+    return rss, pss
+
+
+class PeakMemory:
+    """Background sampler of the tree's summed RSS and PSS; ``peak_rss_mb`` / ``peak_pss_mb``."""
+
+    def __init__(self, root: int | None = None, interval_s: float = 0.1) -> None:
+        self.root = os.getpid() if root is None else root
+        self.interval_s = interval_s
+        self.peak_rss_mb = 0.0
+        self.peak_pss_mb = 0.0
+        self.max_processes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
+
+    def sample(self) -> None:
+        members = tree(self.root)
+        mems = [memory_mb(s.pid) for s in members]
+        self.peak_rss_mb = max(self.peak_rss_mb, sum(m[0] for m in mems))
+        self.peak_pss_mb = max(self.peak_pss_mb, sum(m[1] for m in mems))
+        self.max_processes = max(self.max_processes, len(members))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def __enter__(self) -> PeakMemory:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
+@dataclass(frozen=True)
+class Span:
+    wall_s: float
+    cpu_s: float
+
+
+class Stopwatch:
+    """Wall time and tree CPU seconds of a ``with`` block."""
+
+    def __enter__(self) -> Stopwatch:
+        self._cpu0, self._t0 = tree_cpu_seconds(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._t0
+        self.span = Span(wall, tree_cpu_seconds() - self._cpu0)

@@ -1,0 +1,186 @@
+"""Summaries, ratios, the JSON file, the PNG chart and the printed tables of a benchmark run."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+TARGETS = {"speed_per_core": 3.0, "cpu_per_sample": 1 / 3, "vs_roi_floor": 1.5}
+
+
+def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:
+    """Per-batch figures of one configuration: median over repeats, spread = (max - min) / median."""
+    n, spb = raw["batches"], raw["samples_per_batch"]
+    ms = [w / n * 1e3 for w in raw["repeat_wall_s"]]
+    cpu = [c / n for c in raw["repeat_cpu_s"]]
+    med_ms, med_cpu = statistics.median(ms), statistics.median(cpu)
+    sps = spb / (med_ms / 1e3)
+    return {
+        "ms_per_batch": med_ms,
+        "ms_per_batch_min": min(ms),
+        "ms_per_batch_max": max(ms),
+        "spread": (max(ms) - min(ms)) / med_ms if med_ms else 0.0,
+        "samples_per_s": sps,
+        "samples_per_s_per_core": sps / raw["case"]["cores"],
+        "cpu_s_per_batch": med_cpu,
+        "cpu_s_per_sample": med_cpu / spb,
+        "samples_per_cpu_s": spb / med_cpu if med_cpu else float("inf"),
+        "cores_busy": med_cpu / (med_ms / 1e3) if med_ms else 0.0,
+        "peak_rss_mb": raw["peak_rss_mb"],
+        "peak_pss_mb": raw["peak_pss_mb"],
+    }
+
+
+def summarise_floor(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    n = raw["batches"]
+    out = []
+    for f in raw["floors"]:
+        out.append(
+            {
+                "profile": raw["profile"],
+                "mode": f["mode"],
+                "threads": f["threads"],
+                "ms_per_batch": statistics.median(w / n * 1e3 for w in f["repeat_wall_s"]),
+                "cpu_s_per_batch": statistics.median(c / n for c in f["repeat_cpu_s"]),
+            }
+        )
+    return out
+
+
+def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For every DALI configuration: vs the fastest torch configuration at the same number of cores,
+    vs the most CPU-efficient torch configuration, and vs the decode floors at the same threads."""
+    out = []
+    ok = [c for c in cases if "summary" in c]
+    for dali in (c for c in ok if c["case"]["loader"] == "dali"):
+        prof, cores, s = dali["case"]["profile"], dali["case"]["cores"], dali["summary"]
+        torch = [c for c in ok if c["case"]["loader"] == "torch" and c["case"]["profile"] == prof]
+        same = [c for c in torch if c["case"]["cores"] == cores]
+        row: dict[str, Any] = {"dali": dali["case"]["name"], "cores": cores}
+        if same:
+            best = min(same, key=lambda c: c["summary"]["ms_per_batch"])
+            t = best["summary"]
+            row.update(
+                torch=best["case"]["name"],
+                speed=s["samples_per_s"] / t["samples_per_s"],
+                cpu_per_sample=s["cpu_s_per_sample"] / t["cpu_s_per_sample"],
+            )
+        if torch:
+            eff = min(torch, key=lambda c: c["summary"]["cpu_s_per_sample"])
+            row.update(
+                torch_most_efficient=eff["case"]["name"],
+                cpu_per_sample_vs_most_efficient=s["cpu_s_per_sample"] / eff["summary"]["cpu_s_per_sample"],
+            )
+        for mode in ("roi", "full"):
+            f = [x for x in floors if x["profile"] == prof and x["mode"] == mode and x["threads"] == cores]
+            if f and dali["case"]["device"] == "cpu":
+                row[f"vs_{mode}_floor"] = s["ms_per_batch"] / f[0]["ms_per_batch"]
+        row["targets"] = {
+            "speed_per_core": row.get("speed", 0) >= TARGETS["speed_per_core"],
+            "cpu_per_sample": row.get("cpu_per_sample", 1e9) <= TARGETS["cpu_per_sample"],
+            "vs_roi_floor": row.get("vs_roi_floor", 1e9) <= TARGETS["vs_roi_floor"],
+        }
+        out.append(row)
+    return out
+
+
+def _fmt(v: Any, spec: str = ".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(cases: list[dict[str, Any]], floors: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
+    """The printed tables (markdown: the README takes them as they are)."""
+    lines = [
+        "| configuration | ms/batch (min-max) | samples/s | CPU-s/batch | cores busy | peak RSS / PSS MiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in cases:
+        if "summary" not in c:
+            lines.append(f"| {c['case']['name']} | failed: {c.get('error', '?')[-100:]} | | | | |")
+            continue
+        s = c["summary"]
+        lines.append(
+            f"| {c['case']['name']} | {s['ms_per_batch']:.0f} ({s['ms_per_batch_min']:.0f}-"
+            f"{s['ms_per_batch_max']:.0f}) | {s['samples_per_s']:.2f} | {s['cpu_s_per_batch']:.3f} | "
+            f"{s['cores_busy']:.2f} | {s['peak_rss_mb']:.0f} / {s['peak_pss_mb']:.0f} |"
+        )
+    for f in floors:
+        lines.append(
+            f"| {f['profile']}/decode-floor-{f['mode']}-t{f['threads']} | {f['ms_per_batch']:.0f} | | "
+            f"{f['cpu_s_per_batch']:.3f} | | |"
+        )
+    lines += [
+        "",
+        "| DALI | vs torch (equal cores) | samples/s × | CPU-s/sample × | CPU-s/sample × best-CPU torch "
+        "| × ROI floor | × full floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['dali']} | {r.get('torch', '-')} | {_fmt(r.get('speed'))} | "
+            f"{_fmt(r.get('cpu_per_sample'))} | {_fmt(r.get('cpu_per_sample_vs_most_efficient'))} "
+            f"({r.get('torch_most_efficient', '-')}) | {_fmt(r.get('vs_roi_floor'))} | "
+            f"{_fmt(r.get('vs_full_floor'))} |"
+        )
+    return "\n".join(lines)
+
+
+def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path, title: str = "") -> None:
+    """Bars of ms/batch and CPU-s/batch per configuration (one row per profile), floors as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    profiles = list(dict.fromkeys(c["case"]["profile"] for c in cases if "summary" in c))
+    fig, axes = plt.subplots(
+        max(1, len(profiles)), 2, figsize=(12, 3.6 * max(1, len(profiles))), squeeze=False
+    )
+    if not profiles:
+        axes[0][0].text(0.5, 0.5, "no loader configuration measured", ha="center")
+    colours = {"torch": "#d9822b", "dali": "#2b7bd9"}
+    for row, prof in zip(axes[: len(profiles)], profiles, strict=True):
+        mine = [c for c in cases if "summary" in c and c["case"]["profile"] == prof]
+        names = [c["case"]["name"].split("/", 1)[1] for c in mine]
+        x = range(len(mine))
+        for ax, key, label in (
+            (row[0], "ms_per_batch", "ms per batch"),
+            (row[1], "cpu_s_per_batch", "CPU s per batch (process tree)"),
+        ):
+            vals = [c["summary"][key] for c in mine]
+            err = None
+            if key == "ms_per_batch":
+                err = [
+                    [v - c["summary"]["ms_per_batch_min"] for v, c in zip(vals, mine, strict=True)],
+                    [c["summary"]["ms_per_batch_max"] - v for v, c in zip(vals, mine, strict=True)],
+                ]
+            ax.bar(x, vals, yerr=err, color=[colours[c["case"]["loader"]] for c in mine], capsize=3)
+            for f in (f for f in floors if f["profile"] == prof):
+                style = "--" if f["mode"] == "roi" else ":"
+                colour = "#444444" if f["threads"] == 1 else "#2ca02c"
+                ax.axhline(
+                    f[key], linestyle=style, color=colour, linewidth=1,
+                    label=f"decode floor {f['mode']}, {f['threads']} thr",
+                )  # fmt: skip
+            ax.set_xticks(list(x), names, rotation=20, fontsize=8)
+            ax.set_ylabel(label)
+            ax.set_title(f"{prof}: {label}", fontsize=10)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write(report: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """``bench.json`` and ``bench.png`` under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    js, png = out / "bench.json", out / "bench.png"
+    js.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    chart(report["cases"], report["floors"], png, report.get("title", ""))
+    return js, png

@@ -1,0 +1,82 @@
+"""Measure one configuration in this process: ``python -m loaderbench.runcase '<json>'``.
+
+The JSON holds ``case`` (a :class:`.cases.Case` as dict), ``data_root``, ``warmup``, ``batches``,
+``repeats`` and optional DALI ``overrides``; the result is printed as one JSON line prefixed with
+``RESULT``. One process per configuration keeps imports, threads and memory peaks apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cases import Case, build, enter_checkout, load_config
+from .proctree import PeakMemory, Stopwatch
+
+RESULT_TAG = "RESULT "
+
+
+def measure(loader: Any, warmup: int, batches: int, repeats: int) -> dict[str, Any]:
+    """Warm-up, then ``repeats`` timed runs of ``batches`` batches each (wall + tree CPU seconds)."""
+    it = iter(loader)
+    t0 = time.perf_counter()
+    next(it)
+    first_s = time.perf_counter() - t0
+    for _ in range(max(0, warmup - 1)):
+        next(it)
+    spans = []
+    for _ in range(repeats):
+        with Stopwatch() as sw:
+            for _ in range(batches):
+                next(it)
+        spans.append(sw.span)
+    return {
+        "first_batch_s": first_s,
+        "repeat_wall_s": [s.wall_s for s in spans],
+        "repeat_cpu_s": [s.cpu_s for s in spans],
+    }
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    case = Case(**spec["case"])
+    enter_checkout()
+    load0 = os.getloadavg()
+    with PeakMemory() as mem:
+        t0 = time.perf_counter()
+        cfg = load_config(case.profile, Path(spec["data_root"]))
+        overrides = {**case.overrides, **spec.get("overrides", {})}
+        loader = build(case, cfg, Path(spec["data_root"]), **overrides)
+        build_s = time.perf_counter() - t0
+        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
+        if hasattr(loader, "close"):
+            loader.close()
+        del loader
+    return {
+        "case": case.to_dict(),
+        "overrides": overrides,
+        "samples_per_batch": int(cfg.data.samples_per_gpu),
+        "batches": spec["batches"],
+        "repeats": spec["repeats"],
+        "warmup": spec["warmup"],
+        "build_s": build_s,
+        **result,
+        "peak_rss_mb": mem.peak_rss_mb,
+        "peak_pss_mb": mem.peak_pss_mb,
+        "max_processes": mem.max_processes,
+        "loadavg_before": load0,
+        "loadavg_after": os.getloadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    spec = json.loads((argv or sys.argv[1:])[0])
+    print(RESULT_TAG + json.dumps(run(spec)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

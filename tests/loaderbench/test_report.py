@@ -1,0 +1,92 @@
+"""Summary maths, ratios, the table and the JSON + PNG files (no speed assertions)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from loaderbench import report
+from loaderbench.cases import Case, sweep
+
+
+def raw(case: Case, ms: list[float], cpu_s_per_batch: float, spb: int = 2, batches: int = 10) -> dict:
+    return {
+        "case": case.to_dict(),
+        "batches": batches,
+        "samples_per_batch": spb,
+        "repeat_wall_s": [m * batches / 1e3 for m in ms],
+        "repeat_cpu_s": [cpu_s_per_batch * batches] * len(ms),
+        "peak_rss_mb": 100.0,
+        "peak_pss_mb": 80.0,
+    }
+
+
+def with_summary(r: dict) -> dict:
+    return {**r, "summary": report.summarise_case(r)}
+
+
+def test_summarise_case_median_spread_and_rates():
+    s = report.summarise_case(raw(Case("r50", "torch", workers=2), [400, 500, 600], 0.8))
+    assert s["ms_per_batch"] == pytest.approx(500)
+    assert s["spread"] == pytest.approx(0.4)
+    assert s["samples_per_s"] == pytest.approx(4.0)
+    assert s["samples_per_s_per_core"] == pytest.approx(2.0)
+    assert s["cpu_s_per_sample"] == pytest.approx(0.4)
+    assert s["cores_busy"] == pytest.approx(1.6)
+
+
+def test_ratios_use_equal_cores_and_floors():
+    cases = [
+        with_summary(raw(Case("r50", "torch", workers=0), [900] * 3, 0.6)),
+        with_summary(raw(Case("r50", "torch", workers=1), [800] * 3, 0.7)),
+        with_summary(raw(Case("r50", "torch", workers=2), [600] * 3, 0.7)),
+        with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.18)),
+        with_summary(raw(Case("r50", "dali", threads=2), [150] * 3, 0.2)),
+        {"case": Case("r50", "dali", threads=9).to_dict(), "error": "boom"},
+    ]
+    floors = [
+        {"profile": "r50", "mode": "roi", "threads": 1, "ms_per_batch": 100.0, "cpu_s_per_batch": 0.1},
+        {"profile": "r50", "mode": "full", "threads": 1, "ms_per_batch": 125.0, "cpu_s_per_batch": 0.12},
+    ]
+    rows = {r["dali"]: r for r in report.ratios(cases, floors)}
+    t1 = rows["r50/dali-cpu-t1"]
+    assert t1["torch"] == "r50/torch-w1"  # the faster of the two 1-core torch configurations
+    assert t1["speed"] == pytest.approx(4.0)
+    assert t1["cpu_per_sample"] == pytest.approx(0.18 / 0.7)
+    assert t1["torch_most_efficient"] == "r50/torch-w0"
+    assert t1["vs_roi_floor"] == pytest.approx(2.0)
+    assert t1["vs_full_floor"] == pytest.approx(1.6)
+    assert t1["targets"] == {"speed_per_core": True, "cpu_per_sample": True, "vs_roi_floor": False}
+    t2 = rows["r50/dali-cpu-t2"]
+    assert t2["torch"] == "r50/torch-w2" and t2["speed"] == pytest.approx(4.0)
+    assert "vs_roi_floor" not in t2  # no 2-thread floor given
+    text = report.table(cases, floors, list(rows.values()))
+    assert "r50/dali-cpu-t9 | failed: boom" in text
+    assert "r50/decode-floor-roi-t1 | 100" in text
+
+
+def test_write_json_and_png(tmp_path):
+    cases = [
+        with_summary(raw(Case("r50", "torch", workers=0), [900, 950, 1000], 0.6)),
+        with_summary(raw(Case("r50", "dali", threads=1), [200, 210, 220], 0.2)),
+        with_summary(raw(Case("accv", "dali", threads=2), [2000] * 3, 1.5, spb=8)),
+    ]
+    floors = [{"profile": "r50", "mode": "roi", "threads": 1, "ms_per_batch": 50.0, "cpu_s_per_batch": 0.05}]
+    js, png = report.write({"cases": cases, "floors": floors, "title": "t"}, tmp_path / "o")
+    assert json.loads(js.read_text())["cases"][1]["summary"]["ms_per_batch"] == pytest.approx(210)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    _, empty = report.write({"cases": [], "floors": []}, tmp_path / "empty")  # e.g. --stall only
+    assert empty.exists()
+
+
+def test_sweep_names_and_cores():
+    names = [c.name for c in sweep(("r50", "accv"))]
+    assert names == [
+        "r50/torch-w0", "r50/torch-w1", "r50/torch-w2", "r50/dali-cpu-t1", "r50/dali-cpu-t2",
+        "r50/dali-cpu-t1-pyw0", "r50/dali-cpu-t2-pyw0", "r50/dali-cpu-t1-noroi",
+        "accv/torch-w2", "accv/dali-cpu-t2",
+    ]  # fmt: skip
+    assert [c.cores for c in sweep(("r50",), variants=False)] == [1, 1, 2, 1, 2]
+    assert sweep(("r50",))[-1].overrides == {"roi_decode": False}
+    assert sweep(("r50",), gpu=True)[-1].name == "r50/dali-gpu-t2"
+    assert len(sweep(("accv",), accv_full=True)) == 5
