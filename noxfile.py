@@ -1,6 +1,6 @@
 """Sessions of streampetr-dali. `nox` runs lint + tests; see README.md for the rest.
 
-Environments are built once and shared by the sessions that need them (see `ensure_env`):
+Environments are built once and shared by the sessions that need them:
 `.nox/_env/hermetic` (DALI, CPU torch, numpy: the loader, tooling and synthetic data) and the
 OpenMMLab "upstream" env. Sessions themselves run with `venv_backend="none"`.
 """
@@ -25,36 +25,24 @@ PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"
 
-HERMETIC_REQUIREMENTS = ("requirements/hermetic.txt",)
-HERMETIC_CONSTRAINTS = "constraints/hermetic.txt"
+HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt")
 
 
-def ensure_env(session: nox.Session, name: str, requirements: tuple[str, ...], constraints: str) -> str:
-    """Create `.nox/_env/<name>` once and (re)install only when its requirement files change.
-
-    Returns the path of the env's python.
-    """
-    env = ENV_ROOT / name
+def hermetic_python(session: nox.Session) -> str:
+    """The light env's python (`.nox/_env/hermetic`), (re)installed only when its pin files change."""
+    env = ENV_ROOT / "hermetic"
     python = env / "bin" / "python"
-    files = [ROOT / f for f in (*requirements, constraints) if (ROOT / f).exists()]
-    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+    digest = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in HERMETIC_FILES)).hexdigest()
     stamp = env / ".requirements.sha256"
     if python.exists() and stamp.exists() and stamp.read_text() == digest:
         return str(python)
     if not python.exists():
         session.run(sys.executable, "-m", "venv", str(env), external=True)
-    args = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    if (ROOT / constraints).exists():
-        args += ["-c", constraints]
-    for req in requirements:
-        args += ["-r", req]
-    session.run(*args, external=True)
+    requirements, constraints = HERMETIC_FILES
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    session.run(*pip, "-c", constraints, "-r", requirements, external=True)
     stamp.write_text(digest)
     return str(python)
-
-
-def hermetic_python(session: nox.Session) -> str:
-    return ensure_env(session, "hermetic", HERMETIC_REQUIREMENTS, HERMETIC_CONSTRAINTS)
 
 
 def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None:
