@@ -15,9 +15,8 @@ from .pipeline import BadImageError, ImageSource, build_pipeline
 from .plan import BatchPlanner, frame_targets
 from .sequences import StreamSampler, group_flags
 
-STACKED_KEYS = (
-    "img",
-    "prev_exists",
+# StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
+COLLECT_KEYS = (
     "lidar2img",
     "intrinsics",
     "extrinsics",
@@ -26,6 +25,7 @@ STACKED_KEYS = (
     "ego_pose",
     "ego_pose_inv",
 )
+STACKED_KEYS = ("img", "prev_exists", *COLLECT_KEYS)
 LIST_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
 STATE_VERSION = 1
 
@@ -158,7 +158,7 @@ class DaliStreamLoader:
         per_sample = [frame_targets(self.frames[p.index], p.draw, self.cfg) for p in plans]
         batch: dict[str, Any] = {"img": img}
         batch["prev_exists"] = torch.tensor([[float(p.prev_exists)] for p in plans], dtype=torch.float32)
-        for key in STACKED_KEYS[2:]:
+        for key in COLLECT_KEYS:
             batch[key] = torch.from_numpy(np.stack([t[key] for t in per_sample])[:, None])
         for key in LIST_KEYS:
             if key in ("gt_bboxes_3d", "gt_labels_3d"):

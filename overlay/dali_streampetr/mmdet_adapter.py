@@ -9,27 +9,11 @@ from typing import Any
 from mmcv.parallel import DataContainer
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
-from .iterator import STACKED_KEYS, DaliStreamLoader, build_loader
+from .iterator import COLLECT_KEYS, STACKED_KEYS, DaliStreamLoader, build_loader
 
 # Collect3D puts img_metas first, then its ``keys`` (train pipeline + collect_keys) in order.
-KEY_ORDER = (
-    "img_metas",
-    "gt_bboxes_3d",
-    "gt_labels_3d",
-    "img",
-    "gt_bboxes",
-    "gt_labels",
-    "centers2d",
-    "depths",
-    "prev_exists",
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-)
+ANNOTATION_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "img", "gt_bboxes", "gt_labels", "centers2d", "depths")
+KEY_ORDER = ("img_metas", *ANNOTATION_KEYS, "prev_exists", *COLLECT_KEYS)
 STACKED = set(STACKED_KEYS)
 META_ORDER = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "box_mode_3d", "box_type_3d",
               "img_norm_cfg", "scene_token")  # fmt: skip

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import EnvBuildError
-from .paths import wheel_cache
+from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog
 
 VERSION = "1.6.0"
@@ -112,13 +112,7 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None) -> 
             what="building mmcv-full",
         )
         (wheel,) = out.glob("mmcv_full-*.whl")
-        partial = dest.with_name(dest.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        shutil.copy2(wheel, partial / wheel.name)
         meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs,
                 "build_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
-        (partial / "build-info.json").write_text(json.dumps(meta, indent=2) + "\n")
-        shutil.rmtree(dest, ignore_errors=True)
-        partial.rename(dest)
+        store_wheel(wheel, dest, meta)
     return dest

@@ -8,7 +8,6 @@ commit, so the wheel never contains local edits and the checkout stays untouched
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -19,7 +18,7 @@ from overlaytool.gitcmd import has_commit
 from overlaytool.pins import Pin, load_pin
 
 from . import EnvBuildError
-from .paths import MMDET3D_PIN, ROOT, wheel_cache
+from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog
 
 
@@ -56,10 +55,5 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
             what="building the mmdet3d wheel",
         )
         (wheel,) = out.glob("mmdet3d-*.whl")
-        partial = dest.with_name(dest.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        shutil.copy2(wheel, partial / wheel.name)
-        shutil.rmtree(dest, ignore_errors=True)
-        partial.rename(dest)
+        store_wheel(wheel, dest)
     return dest

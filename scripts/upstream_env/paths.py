@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 from overlaytool.cache import cache_root
@@ -21,3 +23,15 @@ def wheel_cache() -> Path:
 
 def env_python(env: Path) -> Path:
     return env / "bin" / "python"
+
+
+def store_wheel(wheel: Path, dest: Path, meta: dict | None = None) -> None:
+    """Put a built wheel (and its build facts) into the cache folder `dest`, atomically."""
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    shutil.copy2(wheel, partial / wheel.name)
+    if meta is not None:
+        (partial / "build-info.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
