@@ -84,17 +84,6 @@ def filter_invisible(
     return bboxes[kept], centers2d[kept], labels[kept], depths[kept]
 
 
-def bev_transform(angle: float, scale: float, translation: np.ndarray | tuple) -> np.ndarray:
-    """The 4x4 point map of GlobalRotScaleTransImage: p' = T S R p with R = [[c, s], [-s, c]]
-    (a rotation by -angle about z), S = scale, T = translation."""
-    c, s = np.cos(angle), np.sin(angle)
-    rot = np.array([[c, s, 0, 0], [-s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
-    scl = np.diag([scale, scale, scale, 1.0])
-    trans = np.eye(4)
-    trans[:3, 3] = translation
-    return trans @ scl @ rot
-
-
 def _bev_steps(draw: AugDraw) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(M, M^-1) float32 for rotation, scale, translation, built like upstream (torch, float32)."""
     cos, sin = torch.cos(torch.tensor(draw.rot_angle)), torch.sin(torch.tensor(draw.rot_angle))
@@ -129,12 +118,13 @@ def apply_bev(
     draw: AugDraw,
     reverse_angle: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rotate/scale/translate the LiDAR frame (:func:`bev_transform`, applied one step at a time):
-    ``lidar2img`` and ``ego_pose`` get ``@ M^-1``, ``ego_pose_inv`` gets ``M @``. Boxes are rotated by
-    ``-angle`` (``reverse_angle``, consistent with M) or ``+angle`` (upstream's other setting): centre,
-    yaw and velocity; then scaled (centre, size, velocity) and translated. Everything in float32
-    torch with upstream's operation order, so the results round as upstream's do (bit for bit on
-    the same torch build)."""
+    """Rotate/scale/translate the LiDAR frame with GlobalRotScaleTransImage's point map M = T S R
+    (R = [[c, s], [-s, c]]: a rotation by -angle about z; S = scale; T = translation), one step at a
+    time: ``lidar2img`` and ``ego_pose`` get ``@ M^-1``, ``ego_pose_inv`` gets ``M @``. Boxes are
+    rotated by ``-angle`` (``reverse_angle``, consistent with M) or ``+angle`` (upstream's other
+    setting): centre, yaw and velocity; then scaled (centre, size, velocity) and translated.
+    Everything in float32 torch with upstream's operation order, so the results round as upstream's
+    do (bit for bit on the same torch build)."""
     l2i = [torch.tensor(m).float() for m in lidar2img]
     pose = torch.tensor(np.asarray(ego_pose, dtype=np.float32))
     pose_inv = torch.tensor(np.asarray(ego_pose_inv, dtype=np.float32))

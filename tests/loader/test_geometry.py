@@ -18,12 +18,27 @@ from dali_streampetr.geometry import (
 FINAL = (256, 704)
 
 
-def make_draw(resize=0.5, crop_w=48, flip=False, rot=0.0, scale=1.0) -> AugDraw:
+def make_draw(resize=0.5, crop_w=48, flip=False, rot=0.0, scale=1.0, trans=(0.0, 0.0, 0.0)) -> AugDraw:
     new_w, new_h = int(1600 * resize), int(900 * resize)
     crop_h = new_h - 256
     return AugDraw(
-        resize, (new_w, new_h), (crop_w, crop_h, crop_w + 704, crop_h + 256), flip, 0.0, rot, scale, (0, 0, 0)
+        resize, (new_w, new_h), (crop_w, crop_h, crop_w + 704, crop_h + 256), flip, 0.0, rot, scale, trans
     )
+
+
+# Independent oracle: float64 numpy written from mmdet3d's LiDARInstance3DBoxes.rotate / scale /
+# translate (a counter-clockwise rotation by ``angle`` about z), not from dali_streampetr.geometry.
+def rotated_scaled_boxes(boxes: np.ndarray, angle: float, scale: float, trans: tuple) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    rot = np.array([[c, -s], [s, c]])
+    out = np.array(boxes, dtype=np.float64)
+    out[:, :2] = out[:, :2] @ rot.T
+    out[:, 6] += angle
+    out[:, 7:9] = out[:, 7:9] @ rot.T
+    out[:, :6] *= scale
+    out[:, 7:9] *= scale
+    out[:, :3] += trans
+    return out
 
 
 def test_ida_matrix_is_resize_crop_flip():
@@ -83,8 +98,10 @@ def test_filter_invisible_keeps_upstream_quirks():
     assert lab.tolist() == [8]
 
 
-@pytest.mark.parametrize("reverse", [True])
+@pytest.mark.parametrize("reverse", [True, False])
 def test_bev_rotation_scale_consistent_between_boxes_and_matrices(reverse):
+    """The matrices always move points by M = T S R(-angle); the boxes follow M with ``reverse_angle``
+    (StreamPETR's configs) and turn the other way without it (upstream's other setting)."""
     rng = np.random.default_rng(1)
     boxes = np.c_[rng.uniform(-40, 40, (5, 3)), rng.uniform(1, 4, (5, 3)), rng.uniform(-3, 3, (5, 3))]
     boxes = boxes.astype(np.float32)
@@ -93,13 +110,21 @@ def test_bev_rotation_scale_consistent_between_boxes_and_matrices(reverse):
     pose[:3, :3] = [[0, -1, 0], [1, 0, 0], [0, 0, 1]]
     pose[:3, 3] = [10, 20, 1]
     pose_inv = np.linalg.inv(pose).astype(np.float32)
-    d = make_draw(rot=0.3, scale=1.04)
+    trans = (0.5, -0.25, 0.125)
+    d = make_draw(rot=0.3, scale=1.04, trans=trans)
     l2i2, pose2, pose_inv2, boxes2 = apply_bev(l2i, pose, pose_inv, boxes, d, reverse)
-    hom, hom2 = np.c_[boxes[:, :3], np.ones(5)], np.c_[boxes2[:, :3], np.ones(5)]
-    np.testing.assert_allclose(hom2 @ l2i2[0].T, hom @ l2i[0].T, rtol=1e-5, atol=1e-4)  # same pixels
-    np.testing.assert_allclose(hom2 @ pose2.T, hom @ pose.T.astype(np.float64), atol=1e-4)  # same world point
     np.testing.assert_allclose(pose2 @ pose_inv2, np.eye(4), atol=1e-6)
-    np.testing.assert_allclose(boxes2[:, 3:6], boxes[:, 3:6] * 1.04, rtol=1e-6)
+    # where the matrices expect every point: M p (independent of the flag)
+    moved = rotated_scaled_boxes(boxes, -0.3, 1.04, trans)
+    hom, hom_m = np.c_[boxes[:, :3], np.ones(5)], np.c_[moved[:, :3], np.ones(5)]
+    np.testing.assert_allclose(hom_m @ l2i2[0].T, hom @ l2i[0].T, rtol=1e-5, atol=1e-4)  # same pixels
+    np.testing.assert_allclose(hom_m @ pose2.T, hom @ pose.T.astype(np.float64), atol=1e-4)  # same world pt
+    # the boxes: rotated by -angle with reverse_angle, by +angle without; scaled and translated alike
+    want = moved if reverse else rotated_scaled_boxes(boxes, 0.3, 1.04, trans)
+    np.testing.assert_allclose(boxes2, want, rtol=1e-5, atol=1e-4)
+    if not reverse:  # the boxes then leave the objects they annotate: 0.6 rad off, metres away
+        assert np.abs(boxes2[:, :2] - moved[:, :2]).max() > 1.0
+        return
 
     def heading(b):
         return np.c_[np.cos(b[:, 6]), np.sin(b[:, 6]), np.zeros(len(b)), np.zeros(len(b))]
