@@ -1,5 +1,6 @@
-"""The only module that imports mmcv/mmdet3d: wrap plain batches into the collated structure of
-StreamPETR's DataLoader (DataContainers, ``LiDARInstance3DBoxes``, ``img_metas``)."""
+"""Wrap plain batches into the collated structure of StreamPETR's DataLoader (DataContainers,
+``LiDARInstance3DBoxes``, ``img_metas``). Imports mmcv/mmdet3d at module level, as :mod:`.integration`
+does; the package's other modules import without them."""
 
 from __future__ import annotations
 

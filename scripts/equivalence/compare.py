@@ -1,5 +1,5 @@
 """Compare a DALI batch with the original collated batch: structure first, then every field with
-DESIGN.md §5's tolerances (:data:`TOLERANCES`)."""
+the tolerances of docs/tolerances.md (:data:`TOLERANCES`)."""
 
 from __future__ import annotations
 

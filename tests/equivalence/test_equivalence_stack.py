@@ -92,7 +92,7 @@ def test_runs_cover_flips_and_right_side_padding(batch_records, name) -> None:
 
 @pytest.mark.parametrize("name", ["r50", "vov"])
 def test_geometry_and_ground_truth_are_bit_identical(batch_records, name) -> None:
-    """Stricter than DESIGN §5: the loader reproduces upstream's float32 rounding exactly."""
+    """Stricter than docs/tolerances.md: the loader reproduces upstream's float32 rounding exactly."""
     fields = batch_records[name]["fields"]
     for key in EXACT_FIELDS:
         assert fields[key]["max_abs"] == 0.0, (key, fields[key])
@@ -176,13 +176,13 @@ def test_both_refuse_more_slots_than_groups(upstream, synthetic_dataset) -> None
 
     cfg = load_config("r50", synthetic_dataset, samples_per_gpu=2)
     rows = compare_streams(cfg, original_dataset(cfg), synthetic_dataset, world_sizes=(4,), iters=4,
-                           modes=(("shard", False),))  # fmt: skip
+                           splits=((False, False),))  # fmt: skip
     assert all(r["equal"] and r["refused"] == {"original": True, "dali": True} for r in rows), rows
 
 
-@pytest.mark.parametrize("mode, offset", [("shard", False), ("replicate", False), ("replicate", True)])
+@pytest.mark.parametrize("replicate, offset", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("world_size", [1, 2, 4])
-def test_stream_sampler_matches_on_many_groups(upstream, mode, offset, world_size) -> None:
+def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, world_size) -> None:
     """37 groups of 1-9 frames, batch 2, 80 iterations: several passes over the group permutation."""
     from dali_streampetr.sequences import StreamSampler
     from equivalence.sequence import FlagsOnly, original_indices
@@ -190,9 +190,11 @@ def test_stream_sampler_matches_on_many_groups(upstream, mode, offset, world_siz
     sizes = np.random.default_rng(7).integers(1, 10, 37)
     flags = np.repeat(np.arange(len(sizes)), sizes)
     for rank in range(world_size):
-        kw = dict(rank=rank, world_size=world_size, seed=3, mode=mode)
-        want = original_indices(FlagsOnly(flags), 2, offset=offset, iters=80, **kw)
-        ours = StreamSampler(flags, 2, offset_per_rank=offset, **kw)
+        kw = dict(rank=rank, world_size=world_size, seed=3)
+        want = original_indices(FlagsOnly(flags), 2, replicate_dataset_per_gpu=replicate,
+                                offset_order_per_rank=offset, iters=80, **kw)  # fmt: skip
+        mode = "replicate" if replicate else "shard"
+        ours = StreamSampler(flags, 2, mode=mode, offset_per_rank=offset, **kw)
         assert [ours.batch(i) for i in range(80)] == want, (mode, world_size, rank)
 
 
