@@ -83,6 +83,11 @@ class StreamSampler:
     ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
     ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica; with
     ``offset_per_rank`` the stream seed becomes ``seed + rank`` so ranks see different orders.
+
+    Users never name ``mode``: the config key ``replicate_dataset_per_gpu`` (and the runner flag of
+    the same name) selects it in :class:`~dali_streampetr.iterator.DaliStreamLoader`. The sampler keeps
+    its own word for the two splits because ranks need not be GPUs (gloo on CPU) and because
+    ``mode`` is part of the loader's saved ``state_dict``, which resumed runs compare.
     """
 
     def __init__(
@@ -110,7 +115,7 @@ class StreamSampler:
         if self.groups_num < global_batch:
             raise ValueError(
                 f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
-                f"(samples_per_gpu={batch_size} x {self.replicas} replicas in {mode} mode); upstream's "
+                f"(samples_per_gpu={batch_size} x {self.replicas} replicas); upstream's "
                 "InfiniteGroupEachSampleInBatchSampler asserts groups_num >= samples_per_gpu * num_replicas. "
                 "Use fewer GPUs / a smaller batch, a larger seq_split_num, or replicate_dataset_per_gpu=True."
             )

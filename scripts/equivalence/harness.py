@@ -98,7 +98,8 @@ def run_config(
     log=print,
 ) -> dict[str, Any]:
     """Compare ``batches`` batches of both loaders on ``config`` (``r50``, ``vov`` or a path), the
-    sequence order (world sizes 1, 2, 4; shard and replicate) and ``draws`` draws per side.
+    sequence order (world sizes 1, 2, 4; with and without ``replicate_dataset_per_gpu``) and ``draws``
+    draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
     from dali_streampetr.config import loader_config_from
 

@@ -64,7 +64,7 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
         " (keys, nesting, DataContainer flags, dtypes, shapes, img_metas values)",
         f"batch order: {'same frames per slot' if record['batch_order']['equal'] else 'DIFFERENT'}"
         f"; cases covered: {'; '.join(record['cases'])}",
-        f"sequence order + prev_exists: {sum(r['equal'] for r in seq)}/{len(seq)} runs (mode, world size,"
+        f"sequence order + prev_exists: {sum(r['equal'] for r in seq)}/{len(seq)} runs (split, world size,"
         f" rank) identical over {seq[0]['iterations'] if seq else 0} iterations",
         f"draw distributions ({record['draws']['n']['dali']} draws each): "
         + ", ".join(f"{k} p={v['p']:.3g}" for k, v in draws.items() if v["test"] != "constant")

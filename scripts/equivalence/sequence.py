@@ -1,6 +1,7 @@
 """Sequence order: the frames and ``prev_exists`` each batch slot gets, from the real
 ``InfiniteGroupEachSampleInBatchSampler`` (built by the plugin's ``build_dataloader`` as rank r of W)
-and from the DALI loader's planner, for shard and replicate modes. No images are read."""
+and from the DALI loader's planner, with ``replicate_dataset_per_gpu`` off (the ranks share out the
+sequence groups) and on, with and without ``offset_order_per_rank``. No images are read."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ def original_indices(
     rank: int,
     world_size: int,
     seed: int,
-    mode: str,
-    offset: bool,
+    replicate_dataset_per_gpu: bool,
+    offset_order_per_rank: bool,
     iters: int,
 ) -> list[list[int]]:
     """``iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
@@ -63,30 +64,49 @@ def original_indices(
         loader = build_dataloader(
             dataset, samples_per_gpu, 0, 1, dist=True, seed=seed, shuffler_sampler=SEQ_SAMPLER,
             nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=ITER_RUNNER,
-            replicate_dataset_per_gpu=mode == "replicate", offset_order_per_rank=offset,
+            replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
         )  # fmt: skip
     return [list(batch) for batch in islice(iter(loader.batch_sampler), iters)]
 
 
 def original_stream(
-    cfg: Any, dataset: Any, *, rank: int, world_size: int, seed: int, mode: str, offset: bool, iters: int
+    cfg: Any,
+    dataset: Any,
+    *,
+    rank: int,
+    world_size: int,
+    seed: int,
+    replicate_dataset_per_gpu: bool,
+    offset_order_per_rank: bool,
+    iters: int,
 ) -> list[list[tuple[int, bool]]]:
     """``iters`` batches of (dataset index, prev_exists from ``get_data_info``) of the real data set."""
-    batches = original_indices(dataset, cfg.data.samples_per_gpu, rank=rank, world_size=world_size, seed=seed,
-                               mode=mode, offset=offset, iters=iters)  # fmt: skip
+    batches = original_indices(
+        dataset, cfg.data.samples_per_gpu, rank=rank, world_size=world_size, seed=seed,
+        replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
+        iters=iters,
+    )  # fmt: skip
     prev = [bool(dataset.get_data_info(i)["prev_exists"]) for i in range(len(dataset))]
     return [[(i, prev[i]) for i in batch] for batch in batches]
 
 
 def dali_stream(
-    cfg: Any, data_root: Path, *, rank: int, world_size: int, seed: int, mode: str, offset: bool, iters: int
+    cfg: Any,
+    data_root: Path,
+    *,
+    rank: int,
+    world_size: int,
+    seed: int,
+    replicate_dataset_per_gpu: bool,
+    offset_order_per_rank: bool,
+    iters: int,
 ) -> list[list[tuple[int, bool]]]:
     """The same from the DALI loader's own planner (its pipeline is never started)."""
     from dali_streampetr.iterator import build_loader
 
     loader = build_loader(
         cfg, data_root, rank=rank, world_size=world_size, seed=seed,
-        replicate_dataset_per_gpu=mode == "replicate", offset_order_per_rank=offset,
+        replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
     )  # fmt: skip
     return [[(p.index, p.prev_exists) for p in loader.planner.plan(it)] for it in range(iters)]
 
@@ -97,19 +117,20 @@ def compare_streams(
     data_root: Path,
     *,
     world_sizes: tuple[int, ...] = (1, 2, 4),
-    modes: tuple[tuple[str, bool], ...] = (("shard", False), ("replicate", False), ("replicate", True)),
+    splits: tuple[tuple[bool, bool], ...] = ((False, False), (True, False), (True, True)),
     seed: int = 0,
     iters: int = 32,
 ) -> list[dict[str, Any]]:
-    """One record per (mode, world size, rank): equal or not, and the first differing iteration.
-    Configurations the original sampler refuses (too few groups) must be refused by DALI too."""
+    """One record per (split, world size, rank): equal or not, and the first differing iteration. A
+    split is ``(replicate_dataset_per_gpu, offset_order_per_rank)``. Configurations the original
+    sampler refuses (too few groups) must be refused by DALI too."""
     rows = []
-    for mode, offset in modes:
+    for replicate, offset in splits:
+        split = {"replicate_dataset_per_gpu": replicate, "offset_order_per_rank": offset}
         for world_size in world_sizes:
             for rank in range(world_size):
-                kw = dict(rank=rank, world_size=world_size, seed=seed, mode=mode, offset=offset, iters=iters)
-                row: dict[str, Any] = {"mode": mode, "offset_order_per_rank": offset}
-                row.update(world_size=world_size, rank=rank, iterations=iters)
+                kw = dict(rank=rank, world_size=world_size, seed=seed, iters=iters, **split)
+                row: dict[str, Any] = {**split, "world_size": world_size, "rank": rank, "iterations": iters}
                 try:
                     want = original_stream(cfg, dataset, **kw)
                 except AssertionError:

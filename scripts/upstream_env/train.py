@@ -46,10 +46,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--gpus", type=int, default=1, help="processes (torchrun) — one per GPU, or CPU ranks")
     ap.add_argument(
-        "--mode",
-        choices=("shard", "replicate"),
-        default="shard",
-        help="multi-process data split: shard the sequences, or every rank samples the whole data set",
+        "--replicate-dataset-per-gpu",
+        action="store_true",
+        help="every rank samples the whole data set (data_loading_config.replicate_dataset_per_gpu); "
+        "default: the ranks share out the sequences",
     )
     ap.add_argument("--workers", type=int, default=1, help="DataLoader workers per process (torch loader)")
     ap.add_argument("--seed", type=int, default=0)
@@ -85,7 +85,7 @@ def train_command(args: argparse.Namespace) -> list[str]:
         f"data.workers_per_gpu={args.workers}",
         f"data.train.data_root={data}/",
         f"data.train.ann_file={ann}",
-        f"data_loading_config.replicate_dataset_per_gpu={args.mode == 'replicate'}",
+        f"data_loading_config.replicate_dataset_per_gpu={args.replicate_dataset_per_gpu}",
         *args.cfg_options,
     ]
     script = ["tools/train.py", config, "--work-dir", str(args.work_dir.resolve()), "--no-validate"]
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     check = [str(args.python), "-m", "upstream_env.check_run", work_dir, str(args.iters), label]
     code = subprocess.run(check, env=scripts).returncode
     if code == 0 and args.loader == "dali":
-        slots = [str(args.python), "-m", "upstream_env.slots", work_dir, args.mode]
+        slots = [str(args.python), "-m", "upstream_env.slots", work_dir]
+        slots += ["--replicate-dataset-per-gpu"] if args.replicate_dataset_per_gpu else []
         code = subprocess.run(slots, env=scripts).returncode
     return code
 
