@@ -52,7 +52,7 @@ def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff on everything we own."""
+    """Ruff (lint and format check) on everything we own, and the patch-series lint."""
     python = hermetic_python(session)
     session.run(python, "-m", "ruff", "check", ".", external=True)
     session.run(python, "-m", "ruff", "format", "--check", ".", external=True)
@@ -61,8 +61,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The tests. Hermetic + upstream tiers in the light env; when the local upstream cache holds the
-    pins, also the stack tier inside the OpenMMLab env (built once, wheels cached)."""
+    """The tests: hermetic and upstream tiers, and the stack tier when the upstream cache holds the pins."""
     session.run(hermetic_python(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True)
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
     if missing:
@@ -75,7 +74,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def fetch(session: nox.Session) -> None:
-    """Fill the local upstream cache: `nox -s fetch [-- --from <path-or-url>]`."""
+    """Fill the local upstream cache from the pinned URLs, or from a mirror (`-- --from <path-or-url>`)."""
     run_tool(session, sys.executable, "overlaytool", "fetch", *session.posargs)
 
 
@@ -99,8 +98,7 @@ def edit(session: nox.Session) -> None:
 
 @nox.session
 def make_data(session: nox.Session) -> None:
-    """Make the synthetic nuScenes-format data set (cached): `nox -s make_data -- [--out DIR] [--scenes N]
-    [--samples-per-scene M] [--seed S]`."""
+    """Make the synthetic nuScenes-format data set, cached (`-- --help`: folder, size, seed)."""
     run_tool(session, hermetic_python(session), "synthdata", *session.posargs)
 
 
@@ -112,8 +110,7 @@ def rebase(session: nox.Session) -> None:
 
 @nox.session
 def inspect(session: nox.Session) -> None:
-    """One DALI batch on the synthetic data: summary + PNG of the augmented images with projected boxes
-    (`nox -s inspect -- --data-root <dir> --out out/inspect.png`)."""
+    """One DALI batch: a summary and a PNG of the augmented images with the projected boxes."""
     python = hermetic_python(session)
     run_tool(session, python, "dali_streampetr.inspect", *session.posargs)
 
@@ -145,11 +142,7 @@ def upstream_env(session: nox.Session) -> None:
 
 @nox.session
 def train_dali(session: nox.Session) -> None:
-    """The main job: apply + env + embedded data + real StreamPETR training on the DALI loader.
-
-    `-- --iters N [--gpus K] [--mode shard|replicate] [--data-root DIR] [--work-dir DIR]
-    [--config smoke|small|PATH]`; K > 1 runs K processes under torchrun (gloo on a CPU-only host).
-    """
+    """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, sys.executable, "upstream_env", "train", "--loader", "dali", *args)
@@ -165,8 +158,7 @@ def train_torch(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """DALI vs the original DataLoader, one run, side by side: `-- [--data-root DIR] [--batches N]
-    [--repeats R] [--out DIR] [--stall]` (python -m loaderbench --help); writes out/bench/bench.{json,png}."""
+    """DALI vs the original DataLoader, side by side: time, CPU and memory (docs/benchmark.md)."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, python, "loaderbench", *args)
@@ -174,12 +166,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def equivalence(session: nox.Session) -> None:
-    """The DALI loader vs the original pipeline, field by field (docs/equivalence.md).
-
-    `-- [--config r50|vov|PATH ...] [--data-root DIR] [--batches N] [--out DIR]`; default: both configs,
-    4 batches each, on the embedded synthetic data set. Prints a table per config, writes
-    out/equivalence/equivalence.json and fails when any DESIGN.md §5 tolerance is exceeded.
-    """
+    """The DALI loader vs the original pipeline, field by field (docs/equivalence.md)."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, python, "equivalence", *args)
