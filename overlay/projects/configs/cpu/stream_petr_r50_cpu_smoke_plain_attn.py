@@ -1,5 +1,5 @@
 # The CPU smoke run with torch's nn.MultiheadAttention (PETRMultiheadAttention, fp32) as the
-# decoder's cross-attention instead of PETRMultiheadFlashAttention (docs/training_inference.md).
+# decoder's cross-attention instead of PETRMultiheadFlashAttention (StreamPETR's docs/training_inference.md).
 _base_ = ["./stream_petr_r50_cpu_smoke.py"]
 
 model = dict(
