@@ -117,7 +117,7 @@ def test_the_scan_reports_a_dangling_reference(tmp_path: Path) -> None:
     readme.write_text(
         "See [real](docs/real.md), [gone](docs/gone.md#part), [web](https://example.org/x.md)\n"
         "and `scripts/missing/README.md`, `docs/real.md`, [up](../outside.md), docs/build/x.html\n"
-        "and StreamPETR's docs/setup.md, README.md, the tolerances of DESIGN.md §5.\n"
+        "and StreamPETR's docs/setup.md, README.md, the tolerances of GUIDE.md §5.\n"
     )
     code = tmp_path / "tool.py"
     code.write_text(
@@ -128,7 +128,7 @@ def test_the_scan_reports_a_dangling_reference(tmp_path: Path) -> None:
         "README.md:1: docs/gone.md",
         "README.md:2: ../outside.md",
         "README.md:2: scripts/missing/README.md",
-        "README.md:3: DESIGN.md",
+        "README.md:3: GUIDE.md",
         "tool.py:3: docs/x.md",
         "tool.py:1: docs/also-gone.md",
     ]
