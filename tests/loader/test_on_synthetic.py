@@ -40,6 +40,7 @@ def test_2d_centres_are_raw_3d_centres_through_the_output_matrices(batches, synt
     for batch in batches:
         for b, record in enumerate(batch["dali"]):
             draw = record["draw"]
+            # independent oracle: the BEV rotation (points by -angle) and scale, not dali_streampetr's
             c, s = np.cos(draw.rot_angle), np.sin(draw.rot_angle)
             moved = draw.scale_ratio * centres[record["token"]] @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
             for cam in range(6):

@@ -17,7 +17,8 @@ STD = np.array([58.395, 57.12, 57.375])
 
 
 def upstream_image(path: str, draw, final=(64, 176)) -> np.ndarray:
-    """ResizeCropFlipRotImage + NormalizeMultiviewImage(to_rgb) + PadMultiViewImage(32) with PIL."""
+    """ResizeCropFlipRotImage + NormalizeMultiviewImage(to_rgb) + PadMultiViewImage(32) with PIL: an
+    independent oracle of upstream's image path, sharing no code with the DALI graph."""
     img = Image.open(path).convert("RGB").resize(draw.resize_dims).crop(draw.crop)
     if draw.flip:
         img = img.transpose(Image.FLIP_LEFT_RIGHT)

@@ -157,7 +157,8 @@ def test_content_coverage(data) -> None:
 
 
 def _lidar2img(cam: dict) -> np.ndarray:
-    """As StreamPETR's dataset computes it: viewpad(K) @ inv([R | t] sensor->lidar)."""
+    """As StreamPETR's dataset computes it: viewpad(K) @ inv([R | t] sensor->lidar). An independent
+    oracle: written from upstream's formula, not taken from synthdata's own geometry."""
     s2l = np.eye(4)
     s2l[:3, :3] = cam["sensor2lidar_rotation"]
     s2l[:3, 3] = cam["sensor2lidar_translation"]
