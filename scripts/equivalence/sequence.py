@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -45,70 +46,52 @@ class FlagsOnly:
         return index
 
 
-def original_indices(
-    dataset: Any,
-    samples_per_gpu: int,
-    *,
-    rank: int,
-    world_size: int,
-    seed: int,
-    replicate_dataset_per_gpu: bool,
-    offset_order_per_rank: bool,
-    iters: int,
-) -> list[list[int]]:
-    """``iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
+@dataclass(frozen=True)
+class Run:
+    """One rank's view of a distributed run: who it is, the seed, how the ranks split the data (the
+    two ``data_loading_config`` keys) and how many iterations to compare."""
+
+    rank: int
+    world_size: int
+    seed: int
+    replicate_dataset_per_gpu: bool
+    offset_order_per_rank: bool
+    iters: int
+
+    def split(self) -> dict[str, bool]:
+        return {
+            "replicate_dataset_per_gpu": self.replicate_dataset_per_gpu,
+            "offset_order_per_rank": self.offset_order_per_rank,
+        }
+
+
+def original_indices(dataset: Any, samples_per_gpu: int, run: Run) -> list[list[int]]:
+    """``run.iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
     ``build_dataloader`` builds it for a seq config (IterBasedRunner + the infinite group sampler)."""
     from projects.mmdet3d_plugin.datasets.builder import build_dataloader
 
-    with as_rank(rank, world_size):
+    with as_rank(run.rank, run.world_size):
         loader = build_dataloader(
-            dataset, samples_per_gpu, 0, 1, dist=True, seed=seed, shuffler_sampler=SEQ_SAMPLER,
-            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=ITER_RUNNER,
-            replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
+            dataset, samples_per_gpu, 0, 1, dist=True, seed=run.seed, shuffler_sampler=SEQ_SAMPLER,
+            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=ITER_RUNNER, **run.split(),
         )  # fmt: skip
-    return [list(batch) for batch in islice(iter(loader.batch_sampler), iters)]
+    return [list(batch) for batch in islice(iter(loader.batch_sampler), run.iters)]
 
 
-def original_stream(
-    cfg: Any,
-    dataset: Any,
-    *,
-    rank: int,
-    world_size: int,
-    seed: int,
-    replicate_dataset_per_gpu: bool,
-    offset_order_per_rank: bool,
-    iters: int,
-) -> list[list[tuple[int, bool]]]:
-    """``iters`` batches of (dataset index, prev_exists from ``get_data_info``) of the real data set."""
-    batches = original_indices(
-        dataset, cfg.data.samples_per_gpu, rank=rank, world_size=world_size, seed=seed,
-        replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
-        iters=iters,
-    )  # fmt: skip
+def original_stream(cfg: Any, dataset: Any, run: Run) -> list[list[tuple[int, bool]]]:
+    """``run.iters`` batches of (dataset index, prev_exists from ``get_data_info``) of the real data set."""
+    batches = original_indices(dataset, cfg.data.samples_per_gpu, run)
     prev = [bool(dataset.get_data_info(i)["prev_exists"]) for i in range(len(dataset))]
     return [[(i, prev[i]) for i in batch] for batch in batches]
 
 
-def dali_stream(
-    cfg: Any,
-    data_root: Path,
-    *,
-    rank: int,
-    world_size: int,
-    seed: int,
-    replicate_dataset_per_gpu: bool,
-    offset_order_per_rank: bool,
-    iters: int,
-) -> list[list[tuple[int, bool]]]:
+def dali_stream(cfg: Any, data_root: Path, run: Run) -> list[list[tuple[int, bool]]]:
     """The same from the DALI loader's own planner (its pipeline is never started)."""
     from dali_streampetr.iterator import build_loader
 
-    loader = build_loader(
-        cfg, data_root, rank=rank, world_size=world_size, seed=seed,
-        replicate_dataset_per_gpu=replicate_dataset_per_gpu, offset_order_per_rank=offset_order_per_rank,
-    )  # fmt: skip
-    return [[(p.index, p.prev_exists) for p in loader.planner.plan(it)] for it in range(iters)]
+    where = {"rank": run.rank, "world_size": run.world_size, "seed": run.seed}
+    loader = build_loader(cfg, data_root, **where, **run.split())
+    return [[(p.index, p.prev_exists) for p in loader.planner.plan(it)] for it in range(run.iters)]
 
 
 def compare_streams(
@@ -126,17 +109,17 @@ def compare_streams(
     sampler refuses (too few groups) must be refused by DALI too."""
     rows = []
     for replicate, offset in splits:
-        split = {"replicate_dataset_per_gpu": replicate, "offset_order_per_rank": offset}
         for world_size in world_sizes:
             for rank in range(world_size):
-                kw = dict(rank=rank, world_size=world_size, seed=seed, iters=iters, **split)
-                row: dict[str, Any] = {**split, "world_size": world_size, "rank": rank, "iterations": iters}
+                run = Run(rank, world_size, seed, replicate, offset, iters)
+                row: dict[str, Any] = {**run.split(), "world_size": world_size, "rank": rank}
+                row["iterations"] = iters
                 try:
-                    want = original_stream(cfg, dataset, **kw)
+                    want = original_stream(cfg, dataset, run)
                 except AssertionError:
                     want = None
                 try:
-                    got = dali_stream(cfg, data_root, **kw)
+                    got = dali_stream(cfg, data_root, run)
                 except ValueError:
                     got = None
                 if want is None or got is None:

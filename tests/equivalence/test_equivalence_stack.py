@@ -185,16 +185,15 @@ def test_both_refuse_more_slots_than_groups(upstream, synthetic_dataset) -> None
 def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, world_size) -> None:
     """37 groups of 1-9 frames, batch 2, 80 iterations: several passes over the group permutation."""
     from dali_streampetr.sequences import StreamSampler
-    from equivalence.sequence import FlagsOnly, original_indices
+    from equivalence.sequence import FlagsOnly, Run, original_indices
 
     sizes = np.random.default_rng(7).integers(1, 10, 37)
     flags = np.repeat(np.arange(len(sizes)), sizes)
     for rank in range(world_size):
-        kw = dict(rank=rank, world_size=world_size, seed=3)
-        want = original_indices(FlagsOnly(flags), 2, replicate_dataset_per_gpu=replicate,
-                                offset_order_per_rank=offset, iters=80, **kw)  # fmt: skip
+        want = original_indices(FlagsOnly(flags), 2, Run(rank, world_size, 3, replicate, offset, iters=80))
         mode = "replicate" if replicate else "shard"
-        ours = StreamSampler(flags, 2, mode=mode, offset_per_rank=offset, **kw)
+        ours = StreamSampler(flags, 2, rank=rank, world_size=world_size, seed=3, mode=mode,
+                             offset_per_rank=offset)  # fmt: skip
         assert [ours.batch(i) for i in range(80)] == want, (mode, world_size, rank)
 
 
