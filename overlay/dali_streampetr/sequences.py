@@ -113,11 +113,14 @@ class StreamSampler:
         self.groups_num = len(sizes)
         global_batch = batch_size * self.replicas
         if self.groups_num < global_batch:
+            remedy = "a smaller batch or a larger seq_split_num"
+            if mode == "shard":
+                remedy = f"fewer GPUs, {remedy}, or replicate_dataset_per_gpu=True"
             raise ValueError(
                 f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
                 f"(samples_per_gpu={batch_size} x {self.replicas} replicas); upstream's "
                 "InfiniteGroupEachSampleInBatchSampler asserts groups_num >= samples_per_gpu * num_replicas. "
-                "Use fewer GPUs / a smaller batch, a larger seq_split_num, or replicate_dataset_per_gpu=True."
+                f"Use {remedy}."
             )
         groups = [np.flatnonzero(self.flags == g).tolist() for g in range(self.groups_num)]
         stream = _GroupStream(self.groups_num, self.seed)

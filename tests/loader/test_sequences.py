@@ -129,3 +129,7 @@ def test_too_many_slots_is_a_clear_error():
     with pytest.raises(ValueError, match=r"6 sequence groups cannot feed 8 batch slots .*2 x 4 replicas"):
         StreamSampler(flags, 2, rank=0, world_size=4)
     StreamSampler(flags, 2, rank=3, world_size=4, mode="replicate")  # replicate needs only 2
+    with pytest.raises(
+        ValueError, match=r"cannot feed 8 batch slots .*Use a smaller batch or a larger seq_split_num\.$"
+    ):
+        StreamSampler(flags, 8, rank=3, world_size=4, mode="replicate")  # no GPU count helps here
