@@ -75,11 +75,10 @@ class BadImageLedger:
     """What ``skip`` has replaced so far: ``images`` (occurrences in batches), ``files`` (distinct)."""
 
     max_files: int
-    logger: logging.Logger
     images: int = 0
     files: set[str] = field(default_factory=set)
 
-    def record(self, batch: dict[str, Any], frames: Sequence[Frame]) -> None:
+    def record(self, batch: dict[str, Any], frames: Sequence[Frame], logger: logging.Logger) -> None:
         """Drop the 2D annotations of every blackened camera of ``batch``, count, log and enforce
         ``max_bad_images``. Raises :class:`TooManyBadImagesError` past the threshold."""
         for b, record in enumerate(batch["dali"]):
@@ -90,7 +89,7 @@ class BadImageLedger:
                 path = frame.img_paths[cam]
                 self.images += 1
                 self.files.add(path)
-                self.logger.warning(
+                logger.warning(
                     "DALI loader: skipped a bad image (black, 2D annotations dropped): sample %s, camera %s, "
                     "%s; bad images so far: %d (%d distinct files, max_bad_images=%d)",
                     frame.token, name, path, self.images, len(self.files), self.max_files,

@@ -86,8 +86,8 @@ class DaliStreamLoader:
         self.sampler = StreamSampler(**self.sampler_args)
         self.planner = BatchPlanner(self.sampler, cfg, seed)
         self.iteration = 0
-        self.logger = logging.getLogger("dali_streampetr")
-        self.skipped = BadImageLedger(cfg.max_bad_images, self.logger)
+        self.logger = logging.getLogger("dali_streampetr")  # the mmdet adapter sets the runner's logger
+        self.skipped = BadImageLedger(cfg.max_bad_images)
         self._replaced: set[str] = set()  # undecodable files served black (skip)
 
     @property
@@ -120,7 +120,7 @@ class DaliStreamLoader:
                 raise error from exc
             try:
                 batch = self._assemble(self.planner.plan(self.iteration), images, info)
-                self.skipped.record(batch, self.frames)
+                self.skipped.record(batch, self.frames, self.logger)
             except Exception:
                 self._discard()  # the pipeline is one batch ahead now: rebuild on retry
                 raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,13 +77,6 @@ def test_jpeg_size_and_damage(tiny_root):
     for bad, msg in ((data[: len(data) // 2], "truncated"), (b"GIF89a" + data, "not a JPEG")):
         with pytest.raises(ValueError, match=msg):
             jpeg_size(bad)
-
-
-@pytest.fixture
-def damaged_root(tiny_root, tmp_path):
-    root = tmp_path / "damaged"
-    shutil.copytree(tiny_root, root)
-    return root
 
 
 def test_missing_or_corrupt_image_names_sample_camera_path(damaged_root):
