@@ -157,18 +157,18 @@ class DaliStreamLoader:
 
     def close(self) -> None:
         """Stop the pipeline and its worker processes."""
-        if self._pipe is not None:
-            pipe, self._pipe = self._pipe, None
-            watchdog, self._watchdog = self._watchdog, None
-            if watchdog.stuck:
-                self._pipe, self._watchdog = pipe, watchdog
-                self._discard()
-                return
-            watchdog.stop()
-            pool = getattr(pipe, "_py_pool", None)
-            if pool is not None:
-                pool.close()
-            del pipe
+        if self._pipe is None:
+            return
+        if self._watchdog.stuck:
+            self._discard()
+            return
+        pipe, self._pipe = self._pipe, None
+        self._watchdog.stop()
+        self._watchdog = None
+        pool = getattr(pipe, "_py_pool", None)
+        if pool is not None:
+            pool.close()
+        del pipe
 
     def __enter__(self) -> DaliStreamLoader:
         return self
