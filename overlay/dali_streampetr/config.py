@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .validate import ConfigValueError, check_aug, check_loader
+
 NUSCENES_CLASSES = (
     "car",
     "truck",
@@ -40,10 +42,7 @@ class AugConfig:
     min_size: float = 2.0
 
     def __post_init__(self) -> None:
-        if tuple(self.rot_lim) != (0.0, 0.0):
-            raise ValueError(
-                f"ida_aug_conf.rot_lim must be (0.0, 0.0) (upstream asserts it), got {self.rot_lim}"
-            )
+        check_aug(self)
 
 
 @dataclass(frozen=True)
@@ -69,17 +68,13 @@ class LoaderConfig:
     replicate_dataset_per_gpu: bool = False
     offset_order_per_rank: bool = False
     on_bad_image: str = "raise"
+    max_bad_images: int = 10  # skip: more distinct bad files than this stop the run
+    batch_timeout_s: float = 30.0  # a dead worker is noticed at once; this bounds a stalled pipeline
+    trusted_pickle: bool = False  # True: plain pickle.load of the info file (it can run code)
     log_slots: bool = False  # training only: each rank logs the (scene, frame) of every batch slot
 
     def __post_init__(self) -> None:
-        if self.device not in ("cpu", "gpu"):
-            raise ValueError(f"data_loading_config.device must be 'cpu' or 'gpu', got {self.device!r}")
-        if self.on_bad_image not in ("raise", "skip"):
-            raise ValueError(
-                f"data_loading_config.on_bad_image must be 'raise' or 'skip', got {self.on_bad_image!r}"
-            )
-        if not self.class_names:
-            raise ValueError("class_names is empty")
+        check_loader(self)
 
 
 DALI_KNOBS = (
@@ -91,6 +86,9 @@ DALI_KNOBS = (
     "replicate_dataset_per_gpu",
     "offset_order_per_rank",
     "on_bad_image",
+    "max_bad_images",
+    "batch_timeout_s",
+    "trusted_pickle",
     "log_slots",
 )
 
@@ -99,6 +97,11 @@ def _get(cfg: Any, key: str, default: Any = None) -> Any:
     if isinstance(cfg, Mapping) or hasattr(cfg, "get"):
         return cfg.get(key, default)
     return getattr(cfg, key, default)
+
+
+def _seq(value: Any) -> Any:
+    """Lists become tuples (the config is frozen); anything else is kept for the checks to name."""
+    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 def _find_transform(pipeline: Any, name: str) -> Mapping:
@@ -119,23 +122,22 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     aug_kwargs: dict[str, Any] = {k: ida[k] for k in ("H", "W", "rand_flip") if k in ida}
     for key in ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim"):
         if key in ida:
-            aug_kwargs[key] = tuple(ida[key])
-    for key in ("rot_range", "scale_ratio_range", "translation_std"):
+            aug_kwargs[key] = _seq(ida[key])
+    for key in ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle"):
         if _get(grst, key) is not None:
-            aug_kwargs[key] = tuple(_get(grst, key))
-    if _get(grst, "reverse_angle") is not None:
-        aug_kwargs["reverse_angle"] = bool(_get(grst, "reverse_angle"))
+            aug_kwargs[key] = _seq(_get(grst, key))
     norm = _get(cfg, "img_norm_cfg", {}) or {}
     kwargs: dict[str, Any] = {"aug": AugConfig(**aug_kwargs)}
-    if norm:
-        kwargs.update(mean=tuple(norm["mean"]), std=tuple(norm["std"]), to_rgb=bool(norm.get("to_rgb", True)))
+    for key in ("mean", "std", "to_rgb"):
+        if _get(norm, key) is not None:
+            kwargs[key] = _seq(_get(norm, key))
     if _get(cfg, "point_cloud_range") is not None:
-        kwargs["point_cloud_range"] = tuple(float(v) for v in _get(cfg, "point_cloud_range"))
+        kwargs["point_cloud_range"] = _seq(_get(cfg, "point_cloud_range"))
     names = _get(cfg, "class_names") or _get(train, "classes")
     if names:
-        kwargs["class_names"] = tuple(names)
+        kwargs["class_names"] = _seq(names)
     if _get(data, "samples_per_gpu") is not None:
-        kwargs["samples_per_gpu"] = int(_get(data, "samples_per_gpu"))
+        kwargs["samples_per_gpu"] = _get(data, "samples_per_gpu")
     if _get(train, "seq_split_num") is not None:
         kwargs["seq_split_num"] = _get(train, "seq_split_num")
     if _get(train, "ann_file"):
@@ -143,7 +145,9 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     dlc = _get(cfg, "data_loading_config", {}) or {}
     unknown = set(dlc) - set(DALI_KNOBS)
     if unknown:
-        raise ValueError(f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})")
+        raise ConfigValueError(
+            f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})"
+        )
     kwargs.update({k: dlc[k] for k in DALI_KNOBS if k in dlc})
     known = {f.name for f in fields(LoaderConfig)}
     bad = set(overrides) - known

@@ -4,37 +4,14 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-SAMPLE_KEYS = (
-    "token",
-    "sweeps",
-    "scene_token",
-    "timestamp",
-    "ego2global_rotation",
-    "ego2global_translation",
-    "lidar2ego_rotation",
-    "lidar2ego_translation",
-    "cams",
-    "gt_boxes",
-    "gt_names",
-    "gt_velocity",
-    "valid_flag",
-    "bboxes2d",
-    "labels2d",
-    "centers2d",
-    "depths",
-)
-CAM_KEYS = ("timestamp", "data_path", "sensor2lidar_rotation", "sensor2lidar_translation", "cam_intrinsic")
-
-
-class InfoSchemaError(ValueError):
-    """The info pickle does not have the shape StreamPETR's training dataset reads."""
+from .info_schema import InfoSchemaError, validate_infos
+from .unpickle import load_pickle
 
 
 @dataclass
@@ -96,40 +73,6 @@ def rigid_inverse(m: np.ndarray) -> np.ndarray:
     inv[:3, :3] = m[:3, :3].T
     inv[:3, 3] = -np.dot(m[:3, :3].T, m[:3, 3])
     return inv
-
-
-def validate_infos(data: object) -> list[dict]:
-    """Check the pickle's shape; raise one :class:`InfoSchemaError` listing every missing key."""
-    if not isinstance(data, dict) or not isinstance(data.get("infos"), list):
-        raise InfoSchemaError(
-            "info pickle must be a dict with an 'infos' list (StreamPETR's converter output)"
-        )
-    infos = data["infos"]
-    if not infos:
-        raise InfoSchemaError("info pickle has an empty 'infos' list")
-    problems: dict[str, int] = {}
-    for i, info in enumerate(infos):
-        if not isinstance(info, dict):
-            raise InfoSchemaError(f"infos[{i}] is a {type(info).__name__}, not a dict")
-        for key in SAMPLE_KEYS:
-            if key not in info:
-                problems.setdefault(key, i)
-        cams = info.get("cams")
-        if isinstance(cams, dict):
-            for cam, cam_info in cams.items():
-                for key in CAM_KEYS:
-                    if key not in cam_info:
-                        problems.setdefault(f"cams.{cam}.{key}", i)
-            n_cams = len(cams)
-            for key in ("bboxes2d", "labels2d", "centers2d", "depths"):
-                if key in info and len(info[key]) != n_cams:
-                    problems.setdefault(f"{key} (one entry per camera, {n_cams} expected)", i)
-        elif "cams" in info:
-            problems.setdefault("cams (must be a dict)", i)
-    if problems:
-        listed = ", ".join(f"{k} (first at infos[{i}])" for k, i in problems.items())
-        raise InfoSchemaError(f"info pickle is missing keys needed for training: {listed}")
-    return infos
 
 
 def path_resolver(data_root: Path, probe: str):
@@ -203,21 +146,23 @@ def _frame(info: dict, class_names: Sequence[str], resolve) -> Frame:
     )
 
 
-def load_frames(ann_file: str | Path, data_root: str | Path, class_names: Sequence[str]) -> list[Frame]:
-    """Read and validate the info pickle; frames sorted by timestamp (stable), as upstream does."""
+def load_frames(
+    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
+) -> list[Frame]:
+    """Read and validate the info pickle; frames sorted by timestamp (stable), as upstream does.
+    The pickle is read by the restricted unpickler unless ``trusted_pickle``."""
     ann_file = Path(ann_file)
     if not ann_file.is_file():
         raise FileNotFoundError(f"info pickle not found: {ann_file}")
     with ann_file.open("rb") as f:
         try:
-            data = pickle.load(f)
+            data = load_pickle(f, trusted=trusted_pickle)
         except Exception as exc:
-            raise InfoSchemaError(f"{ann_file} is not a readable pickle: {exc}") from exc
-    infos = sorted(validate_infos(data), key=lambda e: e["timestamp"])
+            raise InfoSchemaError(f"{ann_file} is not a readable info pickle: {exc}") from exc
+    try:
+        infos = sorted(validate_infos(data), key=lambda e: e["timestamp"])
+    except InfoSchemaError as exc:
+        raise InfoSchemaError(f"{ann_file}: {exc}") from None
     first_cam = next(iter(infos[0]["cams"].values()))
-    resolve = path_resolver(Path(data_root), first_cam["data_path"])
-    frames = [_frame(info, class_names, resolve) for info in infos]
-    n_cams = {len(f.cam_names) for f in frames}
-    if len(n_cams) != 1:
-        raise InfoSchemaError(f"every frame must have the same number of cameras, found {sorted(n_cams)}")
-    return frames
+    resolve = path_resolver(Path(data_root), str(first_cam["data_path"]))
+    return [_frame(info, class_names, resolve) for info in infos]

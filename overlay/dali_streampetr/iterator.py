@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from .bad_images import BadImageLedger, UndecodableImageError, undecodable, worker_error
 from .config import LoaderConfig, loader_config_from
 from .infos import Frame, load_frames
-from .pipeline import BadImageError, ImageSource, build_pipeline
+from .pipeline import ImageSource, build_pipeline
 from .plan import BatchPlanner, frame_targets
 from .sequences import StreamSampler, group_flags
+from .validate import require_cuda
+from .watchdog import LoaderFaultError, PipelineWatchdog, worker_processes
 
 # StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
 COLLECT_KEYS = (
@@ -42,6 +46,11 @@ class DaliStreamLoader:
     nested lists ``gt_bboxes`` ((k, 4) float32; ``(0,)`` for a camera without 2D boxes in the info),
     ``gt_labels`` ((k,) int64), ``centers2d`` ((k, 2) float32), ``depths`` ((k,) float32); ``img_metas``
     B x 1 dicts; and ``dali`` (per sample: frame index, token, draw, bad cameras), which is ours.
+
+    Faults: ``next()`` never waits longer than ``batch_timeout_s`` (a dead worker raises at once);
+    after any error the pipeline is discarded and the next ``next()`` rebuilds it at the failed
+    iteration, so every batch carries the pixels of its own frames. ``on_bad_image='skip'`` serves
+    unreadable or undecodable images black, without their 2D annotations, logged on ``logger``.
     """
 
     def __init__(
@@ -56,10 +65,14 @@ class DaliStreamLoader:
         ann_file: str | Path | None = None,
     ) -> None:
         self._pipe = None
+        self._watchdog: PipelineWatchdog | None = None
         self.cfg, self.rank, self.world_size, self.seed = cfg, rank, world_size, seed
         self.device_id = device_id
+        require_cuda(cfg.device)
         ann = Path(ann_file) if ann_file else Path(data_root) / Path(cfg.ann_file).name
-        self.frames: list[Frame] = load_frames(ann, data_root, cfg.class_names)
+        self.frames: list[Frame] = load_frames(
+            ann, data_root, cfg.class_names, trusted_pickle=cfg.trusted_pickle
+        )
         self.n_cams = len(self.frames[0].cam_names)
         self.sampler_args = dict(
             flags=group_flags([f.has_sweeps for f in self.frames], cfg.seq_split_num),
@@ -73,7 +86,14 @@ class DaliStreamLoader:
         self.sampler = StreamSampler(**self.sampler_args)
         self.planner = BatchPlanner(self.sampler, cfg, seed)
         self.iteration = 0
-        self.bad_images = 0
+        self.logger = logging.getLogger("dali_streampetr")  # the mmdet adapter sets the runner's logger
+        self.skipped = BadImageLedger(cfg.max_bad_images)
+        self._replaced: set[str] = set()  # undecodable files served black (skip)
+
+    @property
+    def bad_images(self) -> int:
+        """Images served black so far (``on_bad_image='skip'``)."""
+        return self.skipped.images
 
     # -- DataLoader protocol -------------------------------------------------------------------
     def __iter__(self) -> DaliStreamLoader:
@@ -84,25 +104,71 @@ class DaliStreamLoader:
         return len(self.frames)
 
     def __next__(self) -> dict[str, Any]:
-        if self._pipe is None:
-            source = ImageSource(self.cfg, self.sampler_args, self.seed, self.frames, self.iteration)
-            self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
-        try:
-            images, info = self._pipe.run()
-        except Exception as exc:
-            raise self._diagnose(exc) from exc
-        batch = self._assemble(self.planner.plan(self.iteration), images, info)
-        self.iteration += 1
-        return batch
+        while True:
+            if self._pipe is None:
+                self._build()
+            try:
+                images, info = self._watchdog.run(self.iteration)
+            except Exception as exc:
+                self._discard()
+                error = self._diagnose(exc)
+                if isinstance(error, UndecodableImageError) and self.cfg.on_bad_image == "skip":
+                    if not set(error.paths) - self._replaced:
+                        raise error from exc
+                    self._replaced.update(error.paths)  # rebuild at this iteration, those files black
+                    continue
+                raise error from exc
+            try:
+                batch = self._assemble(self.planner.plan(self.iteration), images, info)
+                self.skipped.record(batch, self.frames, self.logger)
+            except Exception:
+                self._discard()  # the pipeline is one batch ahead now: rebuild on retry
+                raise
+            self.iteration += 1
+            return batch
+
+    def _build(self) -> None:
+        """A new pipeline whose first batch is ``self.iteration``."""
+        source = ImageSource(
+            self.cfg, self.sampler_args, self.seed, self.frames, self.iteration, frozenset(self._replaced)
+        )
+        self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
+        self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s)
+
+    def _discard(self) -> None:
+        """Drop a pipeline after an error. Its prefetch queue holds later iterations, so it must
+        not be asked again. Workers are killed rather than asked to stop: DALI's graceful stop can
+        block on a queue lock a dead worker held."""
+        pipe, watchdog = self._pipe, self._watchdog
+        self._pipe = self._watchdog = None
+        if pipe is None:
+            return
+        for proc in worker_processes(pipe):
+            if proc.exitcode is None:
+                proc.kill()
+        for proc in worker_processes(pipe):
+            proc.join(5)
+        if not watchdog.stuck:
+            watchdog.stop()
+
+    def worker_pids(self) -> list[int]:
+        """Pids of the current pipeline's python worker processes (empty before the first batch)."""
+        return [p.pid for p in worker_processes(self._pipe)] if self._pipe is not None else []
 
     def close(self) -> None:
         """Stop the pipeline and its worker processes."""
-        if self._pipe is not None:
-            pipe, self._pipe = self._pipe, None
-            pool = getattr(pipe, "_py_pool", None)
-            if pool is not None:
-                pool.close()
-            del pipe
+        if self._pipe is None:
+            return
+        if self._watchdog.stuck:
+            self._discard()
+            return
+        pipe, self._pipe = self._pipe, None
+        self._watchdog.stop()
+        self._watchdog = None
+        pool = getattr(pipe, "_py_pool", None)
+        if pool is not None:
+            pool.close()
+        del pipe
 
     def __enter__(self) -> DaliStreamLoader:
         return self
@@ -190,34 +256,31 @@ class DaliStreamLoader:
                 ]
             )
             bad = [frame.cam_names[c] for c in range(N) if not info[b, c, 2]]
-            self.bad_images += len(bad)
             batch["dali"].append(
                 {"index": plan.index, "token": frame.token, "draw": plan.draw, "bad_cameras": bad}
             )
         return batch
 
     def _diagnose(self, exc: Exception) -> Exception:
-        """Name the sample/camera/path behind a pipeline failure (the decoder's own error does not)."""
-        if isinstance(exc, BadImageError) or "BadImageError" in str(exc):
-            return (
-                BadImageError(str(exc).strip().splitlines()[-1])
-                if not isinstance(exc, BadImageError)
-                else exc
-            )
-        from PIL import Image
-
-        for iteration in range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1):
-            for plan in self.planner.plan(iteration):
-                frame = self.frames[plan.index]
-                for cam, path in zip(frame.cam_names, frame.img_paths, strict=True):
-                    try:
-                        with Image.open(path) as im:
-                            im.load()
-                    except Exception as err:
-                        return BadImageError(
-                            f"sample {frame.token}, camera {cam}: cannot decode {path}: {err}"
-                        )
-        return exc
+        """Name what is behind a pipeline failure: a dead or stalled worker (the watchdog's error),
+        our own image error from the source, or the file(s) the decoder failed on (decoded with PIL:
+        the decoder's error names none) among this and the prefetched iterations."""
+        if isinstance(exc, LoaderFaultError):
+            return exc
+        own = worker_error(exc)
+        if own is not None:
+            return own
+        plans = range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1)
+        found = undecodable(self.frames, dict.fromkeys(p.index for i in plans for p in self.planner.plan(i)))
+        if not found:
+            return exc
+        frame, cam, path, reason = found[0]
+        more = f" (and {len(found) - 1} more: {[f[2] for f in found[1:]]})" if len(found) > 1 else ""
+        return UndecodableImageError(
+            f"sample {frame.token}, camera {cam}: cannot decode {path}: {reason}{more}; the pipeline "
+            f"stopped at iteration {self.iteration}",
+            [f[2] for f in found],
+        )
 
 
 def build_loader(
@@ -238,6 +301,7 @@ def build_loader(
         rank = dist.get_rank() if ready else 0
         world_size = dist.get_world_size() if ready else 1
     cfg = loader_config_from(config, **overrides)
+    require_cuda(cfg.device)
     if cfg.device == "gpu" and device_id is None:
         device_id = torch.cuda.current_device()
     return DaliStreamLoader(cfg, data_root, rank=rank, world_size=world_size, seed=seed, device_id=device_id)

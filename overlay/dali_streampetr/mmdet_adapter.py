@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mmcv.parallel import DataContainer
+from mmdet.utils import get_root_logger
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
 from .iterator import COLLECT_KEYS, STACKED_KEYS, DaliStreamLoader, build_loader
@@ -54,6 +55,7 @@ class MMDetDaliLoader:
     def __init__(self, loader: DaliStreamLoader) -> None:
         self.loader = loader
         self.sampler = loader.sampler
+        loader.logger = get_root_logger()  # skipped bad images are reported in the runner's log
 
     def __iter__(self) -> MMDetDaliLoader:
         return self

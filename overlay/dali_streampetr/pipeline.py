@@ -1,4 +1,4 @@
-"""The DALI graph: encoded JPEGs + per-image parameters in, normalised CHW float32 images out.
+"""The DALI graph: encoded images + per-image parameters in, normalised CHW float32 images out.
 
 Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
 cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
@@ -24,6 +24,14 @@ class BadImageError(RuntimeError):
     """A camera image that cannot be read or decoded."""
 
 
+class ImageSizeError(BadImageError):
+    """The cameras of one sample have different resolutions (upstream's ``np.stack`` refuses them)."""
+
+
+# What DALI's decoder and upstream's ``mmcv.imread`` (cv2) both read, as PIL names the formats.
+DECODER_FORMATS = ("JPEG", "PNG", "BMP", "TIFF", "JPEG2000", "WEBP", "PPM")
+
+
 def jpeg_size(data: bytes | np.ndarray) -> tuple[int, int]:
     """(height, width) from a JPEG's SOF marker; ``ValueError`` if it is not a complete JPEG."""
     buf = bytes(data)
@@ -46,6 +54,43 @@ def jpeg_size(data: bytes | np.ndarray) -> tuple[int, int]:
             )
         pos += 2 + length
     raise ValueError("JPEG without a frame header")
+
+
+def image_size(data: bytes | np.ndarray) -> tuple[int, int]:
+    """(height, width) of an encoded image from its header alone: JPEG by its markers (a truncated
+    JPEG is refused), PNG by its IHDR chunk (a PNG without IEND is refused), the other formats the
+    decoder reads by PIL's header parser. ``ValueError`` for anything else."""
+    buf = bytes(data)
+    if buf[:2] == b"\xff\xd8":
+        return jpeg_size(buf)
+    if buf[:8] == b"\x89PNG\r\n\x1a\n":
+        if len(buf) < 24 or buf[12:16] != b"IHDR":
+            raise ValueError("corrupt PNG (no IHDR chunk)")
+        if b"IEND" not in buf[-12:]:
+            raise ValueError("truncated PNG (no IEND chunk at the end)")
+        return int.from_bytes(buf[20:24], "big"), int.from_bytes(buf[16:20], "big")
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(buf)) as im:
+            fmt, (width, height) = im.format, im.size
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"not an image format the decoder reads ({exc})") from exc
+    if fmt not in DECODER_FORMATS:
+        raise ValueError(f"{fmt} is not a format the DALI decoder reads ({', '.join(DECODER_FORMATS)})")
+    return height, width
+
+
+def check_same_size(token: str, cams: list[str], sizes: list[tuple[int, int] | None]) -> None:
+    """Every readable camera of a sample must have the first one's resolution."""
+    known = [(cam, size) for cam, size in zip(cams, sizes, strict=True) if size is not None]
+    for cam, size in known[1:]:
+        if size != known[0][1]:
+            raise ImageSizeError(
+                f"sample {token}: camera {cam} is {size[0]}x{size[1]} (HxW) but camera {known[0][0]} is "
+                f"{known[0][1][0]}x{known[0][1][1]}; the cameras of a sample must share one resolution "
+                "(upstream's pipeline stacks them and fails too)"
+            )
 
 
 @dataclass(frozen=True)
@@ -98,11 +143,21 @@ def _black_jpeg(height: int, width: int) -> np.ndarray:
 
 class ImageSource:
     """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
-    planned frames' JPEGs and compute their decode/resample parameters. Picklable: the sampler is
-    rebuilt in the worker process."""
+    planned frames' encoded images and compute their decode/resample parameters. Picklable: the
+    sampler is rebuilt in the worker process. ``replaced``: paths known to be undecodable, served as a
+    black image (``on_bad_image='skip'``)."""
 
-    def __init__(self, cfg: LoaderConfig, sampler_args: dict, seed: int, frames: list, start_iteration: int):
+    def __init__(
+        self,
+        cfg: LoaderConfig,
+        sampler_args: dict,
+        seed: int,
+        frames: list,
+        start_iteration: int,
+        replaced: frozenset[str] = frozenset(),
+    ):
         self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
+        self.replaced = replaced
         self.files = [(f.token, f.cam_names, f.img_paths) for f in frames]
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
@@ -118,8 +173,10 @@ class ImageSource:
 
     def _read(self, token: str, cam: str, path: str) -> tuple[np.ndarray, tuple[int, int], bool]:
         try:
+            if path in self.replaced:
+                raise ValueError("the decoder failed on it (replaced by a black image)")
             data = np.fromfile(path, dtype=np.uint8)
-            return data, jpeg_size(data), True
+            return data, image_size(data), True
         except (OSError, ValueError) as exc:
             if self.cfg.on_bad_image == "raise":
                 raise BadImageError(f"sample {token}, camera {cam}: cannot use image {path}: {exc}") from exc
@@ -132,8 +189,9 @@ class ImageSource:
         outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(8))
         for sample in self.planner.plan(self.start + iteration):
             token, cams, paths = self.files[sample.index]
-            for cam, path in zip(cams, paths, strict=True):
-                data, (h, w), ok = self._read(token, cam, path)
+            reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
+            check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
+            for data, (h, w), ok in reads:
                 p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
                 values = (
                     data,

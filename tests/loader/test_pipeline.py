@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -81,13 +80,6 @@ def test_jpeg_size_and_damage(tiny_root):
             jpeg_size(bad)
 
 
-@pytest.fixture
-def damaged_root(tiny_root, tmp_path):
-    root = tmp_path / "damaged"
-    shutil.copytree(tiny_root, root)
-    return root
-
-
 def test_missing_or_corrupt_image_names_sample_camera_path(damaged_root):
     with build_loader(tiny_config(), damaged_root) as loader:
         frame = loader.frames[loader.planner.plan(0)[0].index]
@@ -121,3 +113,49 @@ def test_skip_mode_counts_and_blackens(damaged_root):
     np.testing.assert_allclose(
         img[:, :, :176], np.broadcast_to((-MEAN / STD)[:, None, None], (3, 64, 176)), atol=0.1
     )
+
+
+def test_image_size_reads_every_decoder_format_from_its_header(tiny_root, tmp_path):
+    import io
+
+    from dali_streampetr.pipeline import image_size
+
+    img = Image.open(next((tiny_root / "samples" / "CAM_BACK").iterdir())).crop((0, 0, 300, 200))
+    for fmt in ("PNG", "BMP", "TIFF", "WEBP", "PPM"):
+        buf = io.BytesIO()
+        img.save(buf, format=fmt)
+        assert image_size(buf.getvalue()) == (200, 300), fmt
+    png = io.BytesIO()
+    img.save(png, format="PNG")
+    with pytest.raises(ValueError, match="truncated PNG"):
+        image_size(png.getvalue()[:-40])
+    gif = io.BytesIO()
+    img.save(gif, format="GIF")
+    with pytest.raises(ValueError, match="GIF is not a format the DALI decoder reads"):
+        image_size(gif.getvalue())
+    with pytest.raises(ValueError, match="not an image format"):
+        image_size(b"plain text, not an image at all")
+
+
+def test_png_cameras_are_read_like_upstream(damaged_root):
+    """Upstream reads images with mmcv.imread, so PNG works there: here too, with the same pixels."""
+    import pickle
+
+    ann = damaged_root / "nuscenes2d_temporal_infos_train.pkl"
+    data = pickle.loads(ann.read_bytes())
+    for info in data["infos"]:
+        cam = info["cams"]["CAM_BACK"]
+        jpg = damaged_root / cam["data_path"].removeprefix("./data/nuscenes/")
+        Image.open(jpg).save(jpg.with_suffix(".png"))
+        jpg.unlink()
+        cam["data_path"] = cam["data_path"].replace(".jpg", ".png")
+    ann.write_bytes(pickle.dumps(data))
+    with build_loader(tiny_config(), damaged_root, seed=4) as loader:
+        for _ in range(2):
+            batch = next(loader)
+            for b, info in enumerate(batch["dali"]):
+                path = loader.frames[info["index"]].img_paths[3]
+                assert path.endswith(".png") and not batch["dali"][b]["bad_cameras"]
+                ref = upstream_image(path, info["draw"])
+                diff = np.abs(batch["img"][b, 0, 3].numpy() - ref) * STD[:, None, None]
+                assert diff.mean() <= 0.5 and np.percentile(diff, 99.9) <= 4, (info, diff.mean())

@@ -12,6 +12,9 @@ data_loading_config = dict(
     roi_decode=True,  # decode only the image rows that survive the bottom crop
     replicate_dataset_per_gpu=False,  # True: every rank samples the whole data set
     offset_order_per_rank=False,  # with replicate: rank r streams with seed + r
-    on_bad_image="raise",  # or "skip": count and zero a corrupt camera image
+    on_bad_image="raise",  # or "skip": an unreadable/undecodable image is served black, logged
+    max_bad_images=10,  # with skip: more distinct bad files than this stop the run
+    batch_timeout_s=30.0,  # next() raises when no batch comes within this (a dead worker: at once)
+    trusted_pickle=False,  # True: plain pickle.load of the info file (a pickle can run code)
     log_slots=False,  # True: <work_dir>/slots_rank<r>.jsonl, the (scene, frame) of every batch slot
 )
