@@ -35,7 +35,7 @@ def status(checkout: Path) -> list[str]:
 
 
 def test_series_and_overlay_apply_and_nothing_else(scratch: Path) -> None:
-    from overlaytool.apply import overlay_files
+    from overlaytool.checkout import overlay_files
     from overlaytool.series import load_series
 
     patched = {fp.path for p in load_series(scratch / "patches") for fp in p.files}
