@@ -246,11 +246,20 @@ def local_edits(
 
 
 def plan_writes(
-    target: Target, stamp: dict | None, result: dict[str, Blob | None], head: str, force: bool
+    target: Target,
+    stamp: dict | None,
+    journal: dict | None,
+    result: dict[str, Blob | None],
+    head: str,
+    force: bool,
 ) -> dict[str, Blob | None]:
-    """Every path whose work-tree state must change, with the state it gets (None = delete)."""
+    """Every path whose work-tree state must change, with the state it gets (None = delete).
+
+    The candidates: what the series and overlay write, what the last apply wrote, what a killed
+    run journaled, what differs between HEAD and the pin, and (with force) every modified file.
+    """
     checkout = target.checkout
-    paths = set(result) | set(stamp["files"] if stamp else ())
+    paths = set(result) | set(stamp["files"] if stamp else ()) | set(journal["paths"] if journal else ())
     if head != target.pin.commit:
         diff = git_out("diff", "--name-only", "--no-renames", "-z", head, target.pin.commit, cwd=checkout)
         paths |= {p for p in diff.split("\0") if p}
@@ -298,7 +307,7 @@ def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path]
         )
     if not edits and journal is None and stamp and stamp["digest"] == digest and head == pin:
         return Outcome(target, up_to_date=True, patches=patches, overlay=list(overlay))
-    plan = plan_writes(target, stamp, result, head, force)
+    plan = plan_writes(target, stamp, journal, result, head, force)
     write_journal(checkout, _journal(checkout, journal, plan, head, pin))
     kill_point(f"{label}:journal")
     if head != pin:

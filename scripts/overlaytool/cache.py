@@ -44,7 +44,7 @@ def mirror_path(pin: Pin) -> Path:
 
 def mirror_lock(pin: Pin, command: str, shared: bool = False) -> AbstractContextManager[None]:
     """The lock of `pin`'s mirror: exclusive to change it, shared to read it."""
-    return hold(cache_root() / "mirrors" / f"{pin.slug}.lock", command, shared=shared)
+    return hold(cache_root() / "mirrors" / f"{pin.slug}.lock", command, f"mirror {pin.slug}", shared=shared)
 
 
 def is_cached(pin: Pin) -> bool:
@@ -182,9 +182,9 @@ def _fresh_mirror(mirror: Path, origin: str, local: bool, want: Iterable[str]) -
         if proc.returncode == 0 and (problem := damage(fresh)):
             return subprocess.CompletedProcess([], 1, "", f"the fetched copy is damaged too: {problem}")
         if proc.returncode == 0:
-            kill_point("fetch:fresh")
+            kill_point(f"mirror {mirror.stem}:fresh")
             _swap_in(fresh, mirror)
-            kill_point("fetch:swap")
+            kill_point(f"mirror {mirror.stem}:swap")
         return proc
     finally:
         shutil.rmtree(fresh, ignore_errors=True)

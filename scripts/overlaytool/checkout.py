@@ -50,7 +50,7 @@ def state_dir(checkout: Path) -> Path:
 
 def checkout_lock(checkout: Path, command: str) -> AbstractContextManager[None]:
     """The lock serialising apply, refresh, edit and rebase on `checkout`."""
-    return hold(state_dir(checkout) / "lock", command)
+    return hold(state_dir(checkout) / "lock", command, checkout.name)
 
 
 def index_env(checkout: Path) -> dict[str, str]:

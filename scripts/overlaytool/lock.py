@@ -48,8 +48,10 @@ def holder(path: Path) -> str:
 
 
 @contextmanager
-def hold(path: Path, command: str, shared: bool = False) -> Iterator[None]:
-    """Hold the lock at `path` (created if needed) for `command`; wait for the holder, then fail."""
+def hold(path: Path, command: str, name: str, shared: bool = False) -> Iterator[None]:
+    """Hold the lock at `path` (created if needed) for `command`; wait for the holder, then fail.
+
+    `name` (the checkout or mirror) names the kill point right after the lock is taken."""
     path = path.resolve()
     if path in _held:
         fd, depth = _held[path]
@@ -67,7 +69,7 @@ def hold(path: Path, command: str, shared: bool = False) -> Iterator[None]:
             info = {"pid": os.getpid(), "command": command, "started": time.time()}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode() + b"\n", 0)
-        kill_point(f"lock:{path.parent.name}/{path.name}")
+        kill_point(f"{name}:lock")
         _held[path] = (fd, 1)
         try:
             yield

@@ -12,6 +12,11 @@ from tooling_repos import TRAIN_PY, Project, commit_files, git, write_pin
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     """A project root whose pins point at two small local upstream repositories (file:// URLs)."""
     monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path / "cache"))
+    return build_project(tmp_path)
+
+
+def build_project(tmp_path: Path) -> Project:
+    """The `project` fixture's project under `tmp_path` (its cache: `tmp_path / "cache"`)."""
     upstream = tmp_path / "remote" / "exiawsh" / "StreamPETR"
     upstream.mkdir(parents=True)
     git(upstream, "init", "-q", "-b", "main")
