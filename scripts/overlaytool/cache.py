@@ -25,7 +25,7 @@ from .gitcmd import git, has_commit
 from .lock import hold
 from .pins import Pin
 
-PIN_REFS = "refs/streampetr-dali/pins"  # keeps fetched pins and rebase targets from being pruned
+KEEP_REFS = "refs/streampetr-dali/keep"  # keeps fetched pins and rebase targets from being pruned
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
 
@@ -139,19 +139,12 @@ def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path
         if mirror.exists() and problem is None:
             proc = _fetch_into(mirror, origin, local is not None, want)
         else:
-            proc = _fresh_mirror(mirror, origin, local is not None, want)
+            proc = _fresh_mirror(pin, mirror, origin, local is not None, commits)
         if proc.returncode != 0:
             raise OverlayError(_fetch_failure(pin, mirror, origin, proc, want, problem))
+        _require_commits(pin, mirror, origin, commits)
         for commit in commits:
-            if not has_commit(mirror, commit):
-                what = f"the pinned {pin.name} commit {commit} ({pin.file})" if commit == pin.commit else (
-                    f"commit {commit}"
-                )  # fmt: skip
-                raise OverlayError(
-                    f"{origin} does not contain {what}.\n"
-                    "Seed the cache from a clone that has it: `nox -s fetch -- --from <path-or-url>`."
-                )
-            git("update-ref", f"{PIN_REFS}/{commit}", commit, cwd=mirror)
+            git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
     return mirror
 
 
@@ -171,17 +164,32 @@ def _fetch_by_id(mirror: Path, origin: str, local: bool, commits: list[str]) -> 
     )
 
 
-def _fresh_mirror(mirror: Path, origin: str, local: bool, want: Iterable[str]) -> subprocess.CompletedProcess:
-    """Clone `origin` into a new mirror beside the old one and swap it in when it is complete."""
+def _require_commits(pin: Pin, repo: Path, origin: str, commits: list[str]) -> None:
+    """Fail naming the first of `commits` (the pin or a wanted commit) that `repo` lacks."""
+    for commit in commits:
+        if not has_commit(repo, commit):
+            pinned = commit == pin.commit
+            what = f"the pinned {pin.name} commit {commit} ({pin.file})" if pinned else f"commit {commit}"
+            raise OverlayError(
+                f"{origin} does not contain {what}.\n"
+                "Seed the cache from a clone that has it: `nox -s fetch -- --from <path-or-url>`."
+            )
+
+
+def _fresh_mirror(
+    pin: Pin, mirror: Path, origin: str, local: bool, commits: list[str]
+) -> subprocess.CompletedProcess:
+    """Clone `origin` into a new mirror beside the old one; swap it in once it holds `commits`."""
     mirror.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f"{mirror.name}.partial-{os.getpid()}-", dir=mirror.parent))
     try:
         proc = _run_progress(["clone", "--mirror", "--progress", "--no-hardlinks", origin, str(fresh)], None)
-        if proc.returncode == 0 and (missing := [c for c in want if not has_commit(fresh, c)]):
+        if proc.returncode == 0 and (missing := [c for c in commits[1:] if not has_commit(fresh, c)]):
             proc = _fetch_by_id(fresh, origin, local, missing)
         if proc.returncode == 0 and (problem := damage(fresh)):
             return subprocess.CompletedProcess([], 1, "", f"the fetched copy is damaged too: {problem}")
         if proc.returncode == 0:
+            _require_commits(pin, fresh, origin, commits)
             kill_point(f"mirror {mirror.stem}:fresh")
             _swap_in(fresh, mirror)
             kill_point(f"mirror {mirror.stem}:swap")
