@@ -104,37 +104,47 @@ def cmd_lint(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="overlaytool", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)  # options every subcommand accepts too
+    common.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help=f"how long to wait for another run holding a lock (default ${TIMEOUT_ENV} or 600)",
+    )
+    parser = argparse.ArgumentParser(prog="overlaytool", description=__doc__, parents=[common])
     parser.add_argument(
         "--root",
         type=lambda s: Path(s).resolve(),
         default=REPO_ROOT,
         help="project root (default: this checkout)",
     )
-    parser.add_argument(
-        "--lock-timeout",
-        type=float,
-        metavar="SECONDS",
-        help=f"how long to wait for another run holding a lock (default ${TIMEOUT_ENV} or 600)",
-    )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("fetch", help="fill the local upstream cache (from the pinned URLs or --from)")
+    p = sub.add_parser(
+        "fetch", parents=[common], help="fill the local upstream cache (from the pinned URLs or --from)"
+    )
     p.add_argument("--from", dest="sources", action="append", metavar="PATH_OR_URL", default=[])
     p.set_defaults(func=cmd_fetch)
-    p = sub.add_parser("apply", help="check out the pins, apply the series, add the overlay")
+    p = sub.add_parser(
+        "apply", parents=[common], help="check out the pins, apply the series, add the overlay"
+    )
     p.add_argument("--force", action="store_true", help="discard local edits in the checkout")
     p.set_defaults(func=cmd_apply)
-    sub.add_parser("refresh", help="export checkout changes back to patches/").set_defaults(func=cmd_refresh)
-    sub.add_parser("edit", help="turn the applied series into commits to edit").set_defaults(func=cmd_edit)
-    sub.add_parser("lint", help="check patches/series").set_defaults(func=cmd_lint)
-    p = sub.add_parser("rebase", help="move the series to another upstream commit")
+    sub.add_parser("refresh", parents=[common], help="export checkout changes back to patches/").set_defaults(
+        func=cmd_refresh
+    )
+    sub.add_parser(
+        "edit", parents=[common], help="turn the applied series into commits to edit"
+    ).set_defaults(func=cmd_edit)
+    sub.add_parser("lint", parents=[common], help="check patches/series").set_defaults(func=cmd_lint)
+    p = sub.add_parser("rebase", parents=[common], help="move the series to another upstream commit")
     p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
     p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.set_defaults(func=cmd_rebase)
     args = parser.parse_args(argv)
-    if args.lock_timeout is not None:
+    if hasattr(args, "lock_timeout"):
         os.environ[TIMEOUT_ENV] = str(args.lock_timeout)
     try:
         args.func(args)

@@ -65,7 +65,7 @@ def test_a_second_run_names_the_holder_and_gives_up_after_the_timeout(
     configure_v1(project, texts)
     assert project.run("apply") == 0
     with hold(checkout_lock_path(project), "apply", "test"):
-        proc = project.call("--lock-timeout", "0.5", *command)
+        proc = project.call(command[0], "--lock-timeout", "0.5", *command[1:])  # as `nox -s apply -- ...`
     assert proc.returncode == 1
     assert f"waiting for another apply, pid {os.getpid()}, started " in proc.stderr
     assert "gave up after 0.5 s waiting for another apply" in proc.stderr and "--lock-timeout" in proc.stderr
