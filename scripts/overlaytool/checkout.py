@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .faults import kill_point
 from .gitcmd import blob_sha, git_out
 from .lock import hold
 
@@ -37,7 +38,10 @@ class Blob:
 
 
 def gitdir(checkout: Path) -> Path:
-    """The checkout's git directory."""
+    """The checkout's git directory (`.git` itself, or where a `.git` file points)."""
+    dot_git = checkout / ".git"
+    if dot_git.is_dir():
+        return dot_git.resolve()
     return Path(git_out("rev-parse", "--absolute-git-dir", cwd=checkout))
 
 
@@ -118,8 +122,6 @@ def same_state(recorded: list[str] | str | None, state: list[str] | None) -> boo
 
 def put(path: Path, blob: Blob | None, step: str | None = None) -> None:
     """Make `path` hold `blob` (None: delete) via a temporary file and a rename, with its git mode."""
-    from .faults import kill_point
-
     if blob is None:
         if path.is_symlink() or path.is_file():
             path.unlink()

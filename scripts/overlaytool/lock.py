@@ -65,10 +65,9 @@ def hold(path: Path, command: str, name: str, shared: bool = False) -> Iterator[
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _acquire(fd, path, command, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        if not shared:
-            info = {"pid": os.getpid(), "command": command, "started": time.time()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode() + b"\n", 0)
+        info = {"pid": os.getpid(), "command": command, "started": time.time()}
+        os.ftruncate(fd, 0)  # shared holders overwrite each other: any one of them is worth naming
+        os.pwrite(fd, json.dumps(info).encode() + b"\n", 0)
         kill_point(f"{name}:lock")
         _held[path] = (fd, 1)
         try:
