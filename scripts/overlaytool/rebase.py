@@ -27,7 +27,7 @@ from .refresh import commit_series, export_commits
 from .series import Patch, load_series, parse_patch
 from .targets import Target
 
-# Every status a patch can get; the report and the tests use these names.
+# Every status a patch can get in the rebase report (see the module docstring).
 CLEAN, OFFSET, MERGED_3WAY, ALREADY_UPSTREAM, CONFLICT, RESOLVED = (
     "clean",
     "offset",
@@ -140,9 +140,11 @@ def start(target: Target, ref: str, source: str | None = None) -> list[str]:
     if (target.checkout / ".git").exists() and _state_path(target).exists():
         raise OverlayError("A rebase is already in progress: `nox -s rebase -- --continue` or `-- --abort`.")
     new = resolve(target, ref, source)
-    apply_target(target)  # refuses (naming files) if the checkout has local edits
     checkout = target.checkout
+    if not (checkout / ".git").exists():
+        apply_target(target)  # the checkout the lock lives in
     with checkout_lock(checkout, "rebase"):
+        apply_target(target)  # refuses (naming files) if the checkout has local edits
         with mirror_lock(target.pin, "rebase", shared=True):
             mirror = str(mirror_path(target.pin))
             git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=checkout)
