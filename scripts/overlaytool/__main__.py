@@ -1,15 +1,22 @@
-"""Command line: `python -m overlaytool {fetch,apply,refresh,edit,lint}` (what the nox sessions call)."""
+"""Command line: `python -m overlaytool {fetch,apply,refresh,edit,rebase,lint}` (what the nox sessions call).
+
+apply, refresh, edit, rebase and fetch take a lock (per checkout, per cache mirror); a second run
+waits for the first, up to `--lock-timeout` seconds (or $STREAMPETR_DALI_LOCK_TIMEOUT, default 600).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import OverlayError, rebase
 from .apply import apply_all, apply_target
-from .cache import fetch
+from .cache import fetch, local_source
+from .checkout import checkout_lock
 from .gitcmd import has_commit
+from .lock import TIMEOUT_ENV
 from .pins import Pin
 from .refresh import commit_series, refresh_target
 from .series import lint
@@ -18,8 +25,8 @@ from .targets import REPO_ROOT, load_targets
 
 def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:
     """The pins a --from source can seed: by the commits a local repo holds, else by repo name."""
-    path = Path(source).expanduser()
-    if path.exists():
+    path = local_source(source)  # a missing path or a non-repository is an error naming it
+    if path is not None:
         return [pin for pin in pins if has_commit(path, pin.commit)]
     name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1].lower()
     return [pin for pin in pins if pin.slug.split("+")[1].lower() == name]
@@ -60,8 +67,9 @@ def cmd_apply(args: argparse.Namespace) -> None:
 def cmd_refresh(args: argparse.Namespace) -> None:
     for target in load_targets(args.root):
         if (target.checkout / ".git").exists():
-            print(refresh_target(target))
-            apply_target(target, force=True)
+            with checkout_lock(target.checkout, "refresh"):
+                print(refresh_target(target))
+                apply_target(target, force=True)
 
 
 def cmd_edit(args: argparse.Namespace) -> None:
@@ -96,7 +104,15 @@ def cmd_lint(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="overlaytool", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)  # options every subcommand accepts too
+    common.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help=f"how long to wait for another run holding a lock (default ${TIMEOUT_ENV} or 600)",
+    )
+    parser = argparse.ArgumentParser(prog="overlaytool", description=__doc__, parents=[common])
     parser.add_argument(
         "--root",
         type=lambda s: Path(s).resolve(),
@@ -104,22 +120,32 @@ def main(argv: list[str] | None = None) -> int:
         help="project root (default: this checkout)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("fetch", help="fill the local upstream cache (from the pinned URLs or --from)")
+    p = sub.add_parser(
+        "fetch", parents=[common], help="fill the local upstream cache (from the pinned URLs or --from)"
+    )
     p.add_argument("--from", dest="sources", action="append", metavar="PATH_OR_URL", default=[])
     p.set_defaults(func=cmd_fetch)
-    p = sub.add_parser("apply", help="check out the pins, apply the series, add the overlay")
+    p = sub.add_parser(
+        "apply", parents=[common], help="check out the pins, apply the series, add the overlay"
+    )
     p.add_argument("--force", action="store_true", help="discard local edits in the checkout")
     p.set_defaults(func=cmd_apply)
-    sub.add_parser("refresh", help="export checkout changes back to patches/").set_defaults(func=cmd_refresh)
-    sub.add_parser("edit", help="turn the applied series into commits to edit").set_defaults(func=cmd_edit)
-    sub.add_parser("lint", help="check patches/series").set_defaults(func=cmd_lint)
-    p = sub.add_parser("rebase", help="move the series to another upstream commit")
+    sub.add_parser("refresh", parents=[common], help="export checkout changes back to patches/").set_defaults(
+        func=cmd_refresh
+    )
+    sub.add_parser(
+        "edit", parents=[common], help="turn the applied series into commits to edit"
+    ).set_defaults(func=cmd_edit)
+    sub.add_parser("lint", parents=[common], help="check patches/series").set_defaults(func=cmd_lint)
+    p = sub.add_parser("rebase", parents=[common], help="move the series to another upstream commit")
     p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
     p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.set_defaults(func=cmd_rebase)
     args = parser.parse_args(argv)
+    if hasattr(args, "lock_timeout"):
+        os.environ[TIMEOUT_ENV] = str(args.lock_timeout)
     try:
         args.func(args)
     except OverlayError as exc:

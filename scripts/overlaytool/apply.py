@@ -1,29 +1,49 @@
 """`apply`: pinned checkout + patch series (zero fuzz, zero offset) + overlay, atomically.
 
 Every patch is verified and applied to a private git index first; the work tree is written only
-when the whole series and the overlay are known to fit, and restored if writing fails. A stamp in
-the checkout's git directory records what was written, so a rerun is a no-op and any later edit
-of those files (or of any tracked file) is detected and never discarded without `--force`.
+when the whole series and the overlay are known to fit. A stamp in the checkout's git directory
+records what was written (content and git mode), so a rerun is a no-op and any later edit of
+those files (or of any tracked file) is detected and never discarded without `--force`.
+
+Interruption and company: the whole run holds the checkout's lock (lock.py); a fresh checkout is
+cloned into a private temporary directory and renamed into place; before the first work-tree
+write a journal (journal.py) records every path and the states the run may leave there, so a
+rerun after a kill at any point recognises its own writes and completes the job.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import OverlayError
-from .cache import require_cached
+from .cache import mirror_lock, mirror_path, require_cached
+from .checkout import (
+    Blob,
+    checkout_lock,
+    clear_stale_index_lock,
+    current_state,
+    gitdir,
+    index_env,
+    overlay_blob,
+    overlay_files,
+    put,
+    read_stamp,
+    remove_leftover_tmp,
+    same_state,
+    write_atomic,
+    write_stamp,
+)
 from .diagnose import diagnose_patch
-from .gitcmd import blob_sha, git, git_out
+from .faults import kill_point
+from .gitcmd import git, git_out, has_commit
+from .journal import clear_journal, owns, read_journal, write_journal
 from .series import Patch, load_series
 from .targets import Target
-
-STAMP_DIR = "streampetr-dali"
-SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
 @dataclass
@@ -36,31 +56,6 @@ class Outcome:
     overlay: list[str] = field(default_factory=list)
 
 
-def overlay_files(overlay_dir: Path | None) -> dict[str, Path]:
-    """Overlay files by their path relative to the upstream root (caches and bytecode skipped)."""
-    if overlay_dir is None or not overlay_dir.is_dir():
-        return {}
-    files = {}
-    for path in sorted(overlay_dir.rglob("*")):
-        rel = path.relative_to(overlay_dir)
-        if path.is_file() and not SKIP_NAMES.intersection(rel.parts) and path.suffix != ".pyc":
-            files[rel.as_posix()] = path
-    return files
-
-
-def _gitdir(checkout: Path) -> Path:
-    return Path(git_out("rev-parse", "--absolute-git-dir", cwd=checkout))
-
-
-def _stamp_path(checkout: Path) -> Path:
-    return _gitdir(checkout) / STAMP_DIR / "stamp.json"
-
-
-def _read_stamp(checkout: Path) -> dict | None:
-    path = _stamp_path(checkout)
-    return json.loads(path.read_text()) if path.exists() else None
-
-
 def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> str:
     h = hashlib.sha256(target.pin.commit.encode())
     series = target.patch_dir / "series"
@@ -68,24 +63,59 @@ def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> s
     for patch in patches:
         h.update(patch.name.encode() + b"\0" + patch.text)
     for rel, path in overlay.items():
-        h.update(rel.encode() + b"\0" + path.read_bytes())
+        blob = overlay_blob(path)
+        h.update(rel.encode() + b"\0" + blob.mode.encode() + b"\0" + blob.data)
     return h.hexdigest()
 
 
-def ensure_checkout(target: Target, mirror: Path) -> None:
-    """Clone the mirror at the pinned commit where no checkout exists yet (atomically, via rename)."""
-    if (target.checkout / ".git").exists():
+def ensure_checkout(target: Target) -> None:
+    """Clone the mirror at the pinned commit where no checkout exists yet.
+
+    The clone goes into a private temporary directory that is renamed into place, so concurrent
+    runs never share a half-made `.git`: the first rename wins, the others discard their copy.
+    """
+    checkout = target.checkout
+    if (checkout / ".git").exists():
         return
-    if target.checkout.exists() and any(target.checkout.iterdir()):
-        raise OverlayError(f"{target.checkout} exists but is not a git checkout; move it away first.")
-    partial = target.checkout.with_name(f".{target.checkout.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
-    git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
-    if target.checkout.exists():
-        target.checkout.rmdir()
-    partial.rename(target.checkout)
+    if checkout.exists() and any(checkout.iterdir()):
+        raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
+    mirror = require_cached(target.pin)
+    checkout.parent.mkdir(parents=True, exist_ok=True)
+    _remove_dead_partials(checkout)
+    partial = Path(tempfile.mkdtemp(prefix=f".{checkout.name}.partial-{os.getpid()}-", dir=checkout.parent))
+    try:
+        with mirror_lock(target.pin, "apply", shared=True):
+            git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
+        git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
+        try:
+            os.rename(partial, checkout)  # onto a missing or empty directory only
+        except OSError:
+            if not (checkout / ".git").exists():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    kill_point(f"{target.label}:checkout")
+
+
+def _remove_dead_partials(checkout: Path) -> None:
+    """Temporary clones of killed runs (their pid is in the name) are removed."""
+    for partial in checkout.parent.glob(f".{checkout.name}.partial-*"):
+        pid = partial.name.removeprefix(f".{checkout.name}.partial-").split("-")[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(partial, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+def _ensure_pin_commit(target: Target) -> None:
+    """A checkout made for an older pin gets the pinned commit from the cache mirror."""
+    if has_commit(target.checkout, target.pin.commit):
+        return
+    mirror = require_cached(target.pin)
+    with mirror_lock(target.pin, "apply", shared=True):
+        git("fetch", "--quiet", str(mirror), "+refs/*:refs/streampetr-dali/cache/*", cwd=target.checkout)
 
 
 def exclude_nested(parent: Target, child: Target) -> None:
@@ -94,29 +124,26 @@ def exclude_nested(parent: Target, child: Target) -> None:
         rel = child.checkout.relative_to(parent.checkout).as_posix()
     except ValueError:
         return
-    exclude = _gitdir(parent.checkout) / "info" / "exclude"
+    exclude = gitdir(parent.checkout) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     lines = exclude.read_text().splitlines() if exclude.exists() else []
     if f"/{rel}/" not in lines:
-        exclude.write_text("\n".join([*lines, f"/{rel}/"]) + "\n")
+        with checkout_lock(parent.checkout, "apply"):
+            write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
+        kill_point(f"{parent.label}:exclude")
 
 
-def _index_env(checkout: Path) -> dict[str, str]:
-    return {"GIT_INDEX_FILE": str(_gitdir(checkout) / STAMP_DIR / "series.index")}
-
-
-def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, bytes | None]:
+def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:
     """Apply the series to a private index of the pinned tree; return path → content (None = deleted).
 
     Raises OverlayError naming the patch, file, hunk and reason as soon as one does not fit exactly.
     """
     checkout = target.checkout
-    env = _index_env(checkout)
-    (_gitdir(checkout) / STAMP_DIR).mkdir(exist_ok=True)
+    env = index_env(checkout)
     git("read-tree", target.pin.commit, cwd=checkout, env=env)
     touched: set[str] = set()
     for number, patch in enumerate(patches, 1):
-        problem = diagnose_patch(patch, lambda p: _index_blob(checkout, env, p))
+        problem = diagnose_patch(patch, lambda p: _index_data(checkout, env, p))
         if problem is None:
             proc = git(
                 "apply", "--cached", "--check", "-v", str(patch.path), cwd=checkout, env=env, check=False
@@ -134,7 +161,7 @@ def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path])
         touched.update(fp.path for fp in patch.files)
         touched.update(fp.old_path for fp in patch.files if fp.old_path)
     tracked = set(git_out("ls-tree", "-r", "--name-only", target.pin.commit, cwd=checkout).splitlines())
-    result: dict[str, bytes | None] = {p: _index_blob(checkout, env, p) for p in sorted(touched)}
+    result = {p: _index_blob(checkout, env, p) for p in sorted(touched)}
     for rel, path in overlay.items():
         if rel in tracked or rel in result:
             owner = "tracked by upstream" if rel in tracked else "created by a patch"
@@ -142,19 +169,35 @@ def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path])
                 f"overlay/{rel} would shadow {rel}, which is {owner} at {target.pin.commit[:12]}.\n"
                 "overlay/ may only add new paths; change an upstream file with a patch instead."
             )
-        result[rel] = path.read_bytes()
+        result[rel] = overlay_blob(path)
     return result
 
 
-def _index_blob(checkout: Path, env: dict[str, str], path: str) -> bytes | None:
-    proc = git("cat-file", "blob", f":{path}", cwd=checkout, env=env, check=False, text=False)
-    return proc.stdout if proc.returncode == 0 else None
+def _index_blob(checkout: Path, env: dict[str, str], path: str) -> Blob | None:
+    """Mode and content of `path` in the private index (None when the series deletes it)."""
+    entry = git_out("ls-files", "--stage", "--", path, cwd=checkout, env=env)
+    if not entry:
+        return None
+    mode, sha = entry.split()[:2]
+    return Blob(mode, git("cat-file", "blob", sha, cwd=checkout, text=False).stdout)
+
+
+def _index_data(checkout: Path, env: dict[str, str], path: str) -> bytes | None:
+    blob = _index_blob(checkout, env, path)
+    return None if blob is None else blob.data
+
+
+def pin_blob(target: Target, rel: str) -> Blob | None:
+    """Mode and content of `rel` in the pinned commit (None when upstream does not have it)."""
+    entry = git_out("ls-tree", target.pin.commit, "--", rel, cwd=target.checkout)
+    if not entry or entry.split()[1] != "blob":
+        return None
+    mode, _, sha = entry.split("\t")[0].split()
+    return Blob(mode, git("cat-file", "blob", sha, cwd=target.checkout, text=False).stdout)
 
 
 def _upstream_history(target: Target, patch: Patch) -> str:
     """Upstream commits (in the cache mirror) that touched the patch's files after the pin."""
-    from .cache import mirror_path
-
     mirror = mirror_path(target.pin)
     paths = sorted({fp.path for fp in patch.files})
     proc = git(
@@ -167,103 +210,130 @@ def _upstream_history(target: Target, patch: Patch) -> str:
     return f"Upstream commits touching {', '.join(paths)} since the pin:\n{listing}"
 
 
-def _current(checkout: Path, rel: str) -> bytes | None:
-    path = checkout / rel
-    return path.read_bytes() if path.is_file() else None
+def _modified(checkout: Path) -> set[str]:
+    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
+    return {entry[3:] for entry in status.split("\0") if entry}
 
 
-def local_edits(target: Target, stamp: dict | None, result: dict[str, bytes | None]) -> list[str]:
-    """Files whose content is not what the last apply left there (or, without a stamp, not pristine)."""
+def local_edits(
+    target: Target, stamp: dict | None, journal: dict | None, result: dict[str, Blob | None], head: str
+) -> list[str]:
+    """Paths whose state is neither what the last apply left nor what a killed run journaled."""
     checkout = target.checkout
     edits = []
-    head = git_out("rev-parse", "HEAD", cwd=checkout)
-    expected_head = stamp["commit"] if stamp else target.pin.commit
-    if head != expected_head:
-        edits.append(
-            f"HEAD is {head[:12]}, expected {expected_head[:12]} (commits or checkouts made by hand)"
-        )
-    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
-    modified = {entry[3:] for entry in status.split("\0") if entry}
+    heads = {stamp["commit"] if stamp else target.pin.commit, *(journal["heads"] if journal else ())}
+    if head not in heads:
+        expected = stamp["commit"] if stamp else target.pin.commit
+        edits.append(f"HEAD is {head[:12]}, expected {expected[:12]} (commits or checkouts made by hand)")
+    modified = _modified(checkout)
     owned = dict(stamp["files"]) if stamp else {}
     for rel in sorted(modified - owned.keys()):
-        edits.append(rel)
-    for rel, sha in sorted(owned.items()):
-        data = _current(checkout, rel)
-        if (None if data is None else blob_sha(data)) != sha:
+        if not owns(journal, rel, current_state(checkout, rel)):
+            edits.append(rel)
+    for rel, recorded in sorted(owned.items()):
+        state = current_state(checkout, rel)
+        if not same_state(recorded, state) and not owns(journal, rel, state):
             edits.append(rel)
     for rel, want in result.items():
-        data = _current(checkout, rel)
-        new_untracked = rel not in owned and rel not in modified and data is not None and data != want
-        if new_untracked and git("ls-files", "--error-unmatch", rel, cwd=checkout, check=False).returncode:
+        state = current_state(checkout, rel)
+        if rel in owned or rel in modified or state is None or (want is not None and state == want.state):
+            continue
+        if owns(journal, rel, state):
+            continue
+        if git("ls-files", "--error-unmatch", rel, cwd=checkout, check=False).returncode:
             edits.append(f"{rel} (untracked file the overlay would overwrite)")
     return edits
 
 
-def _write_tree(target: Target, stamp: dict | None, result: dict[str, bytes | None]) -> None:
-    """Make every owned path hold its new content; restore the old contents if anything fails."""
+def plan_writes(
+    target: Target,
+    stamp: dict | None,
+    journal: dict | None,
+    result: dict[str, Blob | None],
+    head: str,
+    force: bool,
+) -> dict[str, Blob | None]:
+    """Every path whose work-tree state must change, with the state it gets (None = delete).
+
+    The candidates: what the series and overlay write, what the last apply wrote, what a killed
+    run journaled, what differs between HEAD and the pin, and (with force) every modified file.
+    """
     checkout = target.checkout
-    owned = sorted(set(stamp["files"] if stamp else {}) | result.keys())
-    pristine = {p: _pin_blob(target, p) for p in owned if p not in result}
-    backup = {p: _current(checkout, p) for p in owned}
-    try:
-        for rel in owned:
-            _put(checkout / rel, result[rel] if rel in result else pristine[rel])
-    except OSError:
-        for rel, data in backup.items():
-            _put(checkout / rel, data)
-        raise
-
-
-def _pin_blob(target: Target, rel: str) -> bytes | None:
-    proc = git("cat-file", "blob", f"{target.pin.commit}:{rel}", cwd=target.checkout, check=False, text=False)
-    return proc.stdout if proc.returncode == 0 else None
-
-
-def _put(path: Path, data: bytes | None) -> None:
-    if data is None:
-        if path.is_file() or path.is_symlink():
-            path.unlink()
-            _prune_empty_dirs(path.parent)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _prune_empty_dirs(directory: Path) -> None:
-    while directory.is_dir() and not any(directory.iterdir()) and not (directory.parent / ".git").exists():
-        directory.rmdir()
-        directory = directory.parent
+    paths = set(result) | set(stamp["files"] if stamp else ()) | set(journal["paths"] if journal else ())
+    if head != target.pin.commit:
+        diff = git_out("diff", "--name-only", "--no-renames", "-z", head, target.pin.commit, cwd=checkout)
+        paths |= {p for p in diff.split("\0") if p}
+    if force:
+        paths |= _modified(checkout)
+    plan = {}
+    for rel in sorted(paths):
+        want = result[rel] if rel in result else pin_blob(target, rel)
+        if current_state(checkout, rel) != (None if want is None else want.state):
+            plan[rel] = want
+    return plan
 
 
 def apply_target(target: Target, force: bool = False) -> Outcome:
     """Bring one target to pin + series + overlay. See the module docstring for the guarantees."""
     patches = load_series(target.patch_dir)
     overlay = overlay_files(target.overlay_dir)
-    mirror = require_cached(target.pin)
-    ensure_checkout(target, mirror)
-    stamp = _read_stamp(target.checkout)
+    if not (target.checkout / ".git").exists():
+        ensure_checkout(target)
+    else:
+        require_cached(target.pin)
+    with checkout_lock(target.checkout, "apply"):
+        _ensure_pin_commit(target)
+        return _apply_locked(target, patches, overlay, force)
+
+
+def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path], force: bool) -> Outcome:
+    checkout, label, pin = target.checkout, target.label, target.pin.commit
+    clear_stale_index_lock(checkout)
+    journal = read_journal(checkout)
+    if journal:
+        remove_leftover_tmp(checkout, list(journal["paths"]))
+    stamp = read_stamp(checkout)
     digest = _digest(target, patches, overlay)
     result = build_result(target, patches, overlay)
-    edits = local_edits(target, stamp, result)
+    kill_point(f"{label}:index")
+    head = git_out("rev-parse", "HEAD", cwd=checkout)
+    edits = local_edits(target, stamp, journal, result, head)
     if edits and not force:
         listing = "\n  ".join(edits)
         raise OverlayError(
-            f"{target.checkout} has local edits that apply would discard:\n  {listing}\n"
+            f"{checkout} has local edits that apply would discard:\n  {listing}\n"
             "Keep them with `nox -s refresh` (turns them into patches), or discard them with "
             "`nox -s apply -- --force`."
         )
-    if not edits and stamp and stamp["digest"] == digest:
+    if not edits and journal is None and stamp and stamp["digest"] == digest and head == pin:
         return Outcome(target, up_to_date=True, patches=patches, overlay=list(overlay))
-    checkout = target.checkout
-    if force:
-        git("checkout", "--quiet", "--force", "--detach", target.pin.commit, cwd=checkout)
-    _write_tree(target, stamp, result)
-    files = {rel: None if data is None else blob_sha(data) for rel, data in result.items()}
-    new_stamp = {"commit": target.pin.commit, "digest": digest, "files": files}
-    _stamp_path(checkout).write_text(json.dumps(new_stamp, indent=1, sort_keys=True) + "\n")
+    plan = plan_writes(target, stamp, journal, result, head, force)
+    write_journal(checkout, _journal(checkout, journal, plan, head, pin))
+    kill_point(f"{label}:journal")
+    if head != pin:
+        git("reset", "--quiet", pin, cwd=checkout)
+        kill_point(f"{label}:head")
+    for i, rel in enumerate(plan, 1):
+        put(checkout / rel, plan[rel], step=f"{label}:write-{i}")
+        kill_point(f"{label}:write-{i}")
+    files = {rel: None if blob is None else blob.state for rel, blob in result.items()}
+    write_stamp(checkout, {"commit": pin, "digest": digest, "files": files})
+    kill_point(f"{label}:stamp")
+    clear_journal(checkout)
     return Outcome(target, up_to_date=False, patches=patches, overlay=list(overlay))
+
+
+def _journal(checkout: Path, old: dict | None, plan: dict[str, Blob | None], head: str, pin: str) -> dict:
+    """The new journal: for each planned path, its state now and the state it gets (plus an older
+    journal's states, in case its run was killed before reaching this path)."""
+    paths = {rel: list(states) for rel, states in (old["paths"] if old else {}).items()}
+    for rel, want in plan.items():
+        states = paths.setdefault(rel, [])
+        for state in (current_state(checkout, rel), None if want is None else want.state):
+            if state not in states:
+                states.append(state)
+    heads = sorted({head, pin, *(old["heads"] if old else ())})
+    return {"commit": pin, "heads": heads, "paths": paths}
 
 
 def apply_all(targets: list[Target], force: bool = False) -> list[Outcome]:

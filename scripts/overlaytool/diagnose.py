@@ -40,11 +40,14 @@ def diagnose_hunk(fp: FilePatch, hunk: Hunk, lines: list[str]) -> str | None:
 
 def diagnose_patch(patch: Patch, read: Callable[[str], bytes | None]) -> str | None:
     """First reason `patch` would not apply exactly to the files `read` returns, or None."""
+    deleted: set[str] = set()  # a type change (file <-> symlink) is a deletion, then a creation
     for fp in patch.files:
         if fp.old_path is None:
-            if read(fp.path) is not None:
+            if fp.path not in deleted and read(fp.path) is not None:
                 return f"file {fp.path}: the patch creates it, but it already exists"
             continue
+        if fp.new_path is None:
+            deleted.add(fp.old_path)
         data = read(fp.old_path)
         if data is None:
             return f"file {fp.old_path}: missing file (the patch modifies it, upstream does not have it)"

@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import OverlayError
-from .apply import _gitdir, apply_target
-from .cache import fetch, mirror_path
+from .apply import apply_target
+from .cache import fetch, mirror_lock, mirror_path
+from .checkout import checkout_lock, current, state_dir
 from .diagnose import diagnose_patch
 from .gitcmd import TOOL_IDENTITY, git, git_out
 from .pins import write_commit
@@ -26,12 +27,21 @@ from .refresh import commit_series, export_commits
 from .series import Patch, load_series, parse_patch
 from .targets import Target
 
-STATUSES = ("clean", "offset", "merged-3way", "already-upstream", "conflict")
+# Every status a patch can get in the rebase report (see the module docstring).
+CLEAN, OFFSET, MERGED_3WAY, ALREADY_UPSTREAM, CONFLICT, RESOLVED = (
+    "clean",
+    "offset",
+    "merged-3way",
+    "already-upstream",
+    "conflict",
+    "conflict (resolved)",
+)
+FULL_ID = re.compile(r"^[0-9a-f]{40}$")
 BEFORE_REF = "refs/streampetr-dali/before-rebase"
 
 
 def _state_path(target: Target) -> Path:
-    return _gitdir(target.checkout) / "streampetr-dali" / "rebase.json"
+    return state_dir(target.checkout) / "rebase.json"
 
 
 def _report_paths(target: Target) -> tuple[Path, Path]:
@@ -40,8 +50,12 @@ def _report_paths(target: Target) -> tuple[Path, Path]:
 
 
 def resolve(target: Target, ref: str, source: str | None) -> str:
-    """The full commit id of `ref` in the cache mirror (seeded from `source` first if given)."""
-    mirror = fetch(target.pin, source) if source else mirror_path(target.pin)
+    """The full commit id of `ref` in the cache mirror (seeded from `source` first if given).
+
+    A full commit id is fetched by id, so it is found even when no branch of `source` points at it.
+    """
+    want = [ref] if FULL_ID.match(ref) else []
+    mirror = fetch(target.pin, source, want) if source else mirror_path(target.pin)
     proc = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=mirror, check=False)
     if proc.returncode != 0:
         raise OverlayError(
@@ -51,9 +65,9 @@ def resolve(target: Target, ref: str, source: str | None) -> str:
     return proc.stdout.strip()
 
 
-def _read(checkout: Path, rel: str) -> bytes | None:
-    path = checkout / rel
-    return path.read_bytes() if path.is_file() else None
+def _data(checkout: Path, rel: str) -> bytes | None:
+    blob = current(checkout, rel)
+    return None if blob is None else blob.data
 
 
 def replay(target: Target, patch: Patch) -> str:
@@ -61,17 +75,17 @@ def replay(target: Target, patch: Patch) -> str:
     checkout = target.checkout
     path = str(patch.path)
     if git("apply", "--check", "-R", path, cwd=checkout, check=False).returncode == 0:
-        return "already-upstream"
+        return ALREADY_UPSTREAM
     if git("apply", "--check", path, cwd=checkout, check=False).returncode == 0:
-        exact = diagnose_patch(patch, lambda rel: _read(checkout, rel)) is None
+        exact = diagnose_patch(patch, lambda rel: _data(checkout, rel)) is None
         git("am", "--quiet", "--keep-cr", path, cwd=checkout, env=TOOL_IDENTITY)
-        return "clean" if exact else "offset"
+        return CLEAN if exact else OFFSET
     if (
         git("am", "--quiet", "--keep-cr", "-3", path, cwd=checkout, env=TOOL_IDENTITY, check=False).returncode
         == 0
     ):
-        return "merged-3way"
-    return "conflict"
+        return MERGED_3WAY
+    return CONFLICT
 
 
 def conflict_details(target: Target, patch: Patch, old: str, new: str) -> list[dict]:
@@ -126,11 +140,19 @@ def start(target: Target, ref: str, source: str | None = None) -> list[str]:
     if (target.checkout / ".git").exists() and _state_path(target).exists():
         raise OverlayError("A rebase is already in progress: `nox -s rebase -- --continue` or `-- --abort`.")
     new = resolve(target, ref, source)
-    apply_target(target)  # refuses (naming files) if the checkout has local edits
     checkout = target.checkout
-    git(
-        "fetch", "--quiet", str(mirror_path(target.pin)), "+refs/*:refs/streampetr-dali/cache/*", cwd=checkout
-    )
+    if not (checkout / ".git").exists():
+        apply_target(target)  # the checkout the lock lives in
+    with checkout_lock(checkout, "rebase"):
+        apply_target(target)  # refuses (naming files) if the checkout has local edits
+        with mirror_lock(target.pin, "rebase", shared=True):
+            mirror = str(mirror_path(target.pin))
+            git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=checkout)
+        return _start_locked(target, new)
+
+
+def _start_locked(target: Target, new: str) -> list[str]:
+    checkout = target.checkout
     commit_series(target)
     git("update-ref", BEFORE_REF, "HEAD", cwd=checkout)
     git("checkout", "--quiet", "--detach", new, cwd=checkout)
@@ -146,7 +168,7 @@ def proceed(target: Target, state: dict) -> list[str]:
         patch = parse_patch(target.patch_dir / name)
         status = replay(target, patch)
         state["statuses"][name] = status
-        if status == "conflict":
+        if status == CONFLICT:
             _save(target, state)
             report = write_report(target, state, conflict_details(target, patch, state["old"], state["new"]))
             raise OverlayError(
@@ -161,6 +183,11 @@ def proceed(target: Target, state: dict) -> list[str]:
 def resume(target: Target) -> list[str]:
     """`--continue`: commit the resolved patch and go on."""
     state = _load(target)
+    with checkout_lock(target.checkout, "rebase"):
+        return _resume_locked(target, state)
+
+
+def _resume_locked(target: Target, state: dict) -> list[str]:
     checkout = target.checkout
     name = state["patches"][state["next"]]
     files = [fp.path for fp in parse_patch(target.patch_dir / name).files]
@@ -175,11 +202,11 @@ def resume(target: Target) -> list[str]:
     proc = git("am", "--continue", cwd=checkout, env=TOOL_IDENTITY, check=False)
     if proc.returncode != 0 and "No changes" in proc.stdout + proc.stderr:
         git("am", "--skip", cwd=checkout, env=TOOL_IDENTITY)
-        state["statuses"][name] = "already-upstream"
+        state["statuses"][name] = ALREADY_UPSTREAM
     elif proc.returncode != 0:
         raise OverlayError(f"git am --continue failed:\n{proc.stdout}{proc.stderr}")
     else:
-        state["statuses"][name] = "conflict (resolved)"
+        state["statuses"][name] = RESOLVED
     state["next"] += 1
     return proceed(target, state)
 
@@ -188,10 +215,11 @@ def abort(target: Target) -> str:
     """`--abort`: drop the rebase and restore the old pin with the old series applied."""
     state = _load(target)
     checkout = target.checkout
-    git("am", "--abort", cwd=checkout, check=False)
-    git("checkout", "--quiet", "--force", "--detach", state["old"], cwd=checkout)
-    _cleanup(target)
-    apply_target(target, force=True)
+    with checkout_lock(checkout, "rebase"):
+        git("am", "--abort", cwd=checkout, check=False)
+        git("checkout", "--quiet", "--force", "--detach", state["old"], cwd=checkout)
+        _cleanup(target)
+        apply_target(target, force=True)
     return f"rebase aborted: {target.label} is back at {state['old'][:12]} with the old series applied"
 
 

@@ -12,12 +12,21 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from . import OverlayError
-from .apply import _current, _index_env, _read_stamp, overlay_files
-from .gitcmd import TOOL_IDENTITY, blob_sha, git, git_out
-from .series import Patch, load_series, parse_patch
+from .checkout import (
+    checkout_lock,
+    current,
+    current_state,
+    index_env,
+    overlay_blob,
+    overlay_files,
+    put,
+    read_stamp,
+    same_state,
+)
+from .gitcmd import TOOL_IDENTITY, git, git_out
+from .series import Patch, load_series
 from .targets import Target
 
 FORMAT_PATCH = (
@@ -57,9 +66,9 @@ def _sync_overlay(target: Target) -> list[str]:
     """Copy edited overlay files from the checkout back into overlay/; return their paths."""
     changed = []
     for rel, source in overlay_files(target.overlay_dir).items():
-        data = _current(target.checkout, rel)
-        if data is not None and data != source.read_bytes():
-            source.write_bytes(data)
+        blob = current(target.checkout, rel)
+        if blob is not None and blob != overlay_blob(source):
+            put(source, blob)
             changed.append(rel)
     return changed
 
@@ -91,12 +100,14 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
     changed = {entry[3:] for entry in status.split("\0") if entry} | {p for p in owned if p not in overlay}
     # edited = differs from what the last apply wrote (the whole series' result), or not written by it
-    edited_files = {rel for rel in changed if rel not in owned or _sha(checkout, rel) != owned[rel]}
+    edited_files = {
+        rel for rel in changed if rel not in owned or not same_state(owned[rel], current_state(checkout, rel))
+    }
     owners: dict[str, list[str]] = {}
     for patch in patches:
         for fp in patch.files:
             owners.setdefault(fp.path, []).append(patch.name)
-    env = _index_env(checkout)
+    env = index_env(checkout)
     git("read-tree", target.pin.commit, cwd=checkout, env=env)
     rewritten = []
     for patch in patches:
@@ -112,13 +123,12 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
                 "between patches. Commit your change on top of the pin, one commit per patch, then refresh."
             )
         for rel in edited:
-            data = _current(checkout, rel)
-            if data is None:
+            blob = current(checkout, rel)  # content and mode (exec bit, symlink): both are exported
+            if blob is None:
                 git("rm", "--cached", "--quiet", rel, cwd=checkout, env=env)
             else:
-                blob = git("hash-object", "-w", "--stdin", cwd=checkout, input=data, text=False).stdout
-                mode = "100755" if (checkout / rel).stat().st_mode & 0o111 else "100644"
-                git("update-index", "--add", "--cacheinfo", f"{mode},{blob.decode().strip()},{rel}",
+                sha = git("hash-object", "-w", "--stdin", cwd=checkout, input=blob.data, text=False).stdout
+                git("update-index", "--add", "--cacheinfo", f"{blob.mode},{sha.decode().strip()},{rel}",
                     cwd=checkout, env=env)  # fmt: skip
         after = git_out("write-tree", cwd=checkout, env=env)
         diff = git(*DIFF, before, after, cwd=checkout).stdout
@@ -140,17 +150,17 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     return rewritten
 
 
-def _sha(checkout: Path, rel: str) -> str | None:
-    data = _current(checkout, rel)
-    return None if data is None else blob_sha(data)
-
-
 def refresh_target(target: Target) -> str:
     """Export one target's checkout back to its patch series; return a one-line summary."""
     if not (target.checkout / ".git").exists():
         raise OverlayError(f"{target.checkout} does not exist: run `nox -s apply` first.")
+    with checkout_lock(target.checkout, "refresh"):
+        return _refresh_locked(target)
+
+
+def _refresh_locked(target: Target) -> str:
     patches = load_series(target.patch_dir)
-    stamp = _read_stamp(target.checkout)
+    stamp = read_stamp(target.checkout)
     overlay = _sync_overlay(target)
     head = git_out("rev-parse", "HEAD", cwd=target.checkout)
     if head != target.pin.commit:
@@ -170,13 +180,17 @@ def refresh_target(target: Target) -> str:
         )
     if overlay:
         summary += f"; overlay files updated: {', '.join(overlay)}"
-    for name in names:
-        parse_patch(target.patch_dir / name)
     return summary
 
 
 def commit_series(target: Target) -> int:
     """Turn the applied series into commits on top of the pin (one per patch) to edit with git."""
+    checkout = target.checkout
+    with checkout_lock(checkout, "edit"):
+        return _commit_series_locked(target)
+
+
+def _commit_series_locked(target: Target) -> int:
     checkout = target.checkout
     if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
         raise OverlayError(f"{checkout} already has commits on top of the pin.")

@@ -141,3 +141,19 @@ def test_unknown_ref_and_second_rebase_are_refused(series: Project, capsys) -> N
     assert series.run("rebase", "main", "--from", str(series.upstream)) == 1
     assert series.run("rebase", "main") == 1
     assert "already in progress" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form", ["path", "url"])
+def test_rebase_to_a_commit_no_branch_points_at(series: Project, form: str, capsys) -> None:
+    """A full commit id is fetched by id: found although no branch or tag of the source has it."""
+    git(series.upstream, "checkout", "-q", "-b", "side")
+    target = commit_files(series.upstream, {"docs/side.md": "side\n"}, "Side work")
+    git(series.upstream, "checkout", "-q", "main")
+    git(series.upstream, "branch", "-q", "-D", "side")
+    assert target not in git(series.upstream, "for-each-ref", "--format=%(objectname)")
+    source = str(series.upstream) if form == "path" else series.upstream.as_uri()
+    assert series.run("rebase", target, "--from", source) == 0
+    assert capsys.readouterr().out.count(": clean") == 5
+    assert f'commit = "{target}"' in (series.root / "upstream" / "streampetr.toml").read_text()
+    assert git(series.checkout, "rev-parse", "HEAD").strip() == target
+    assert (series.checkout / "docs" / "side.md").read_text() == "side\n"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +14,7 @@ from overlaytool.__main__ import main
 from overlaytool.gitcmd import TOOL_IDENTITY
 
 TRAIN_PY = "".join(f"line {i}\n" for i in range(1, 41))
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -18,29 +22,53 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def commit_files(repo: Path, files: dict[str, str], message: str) -> str:
+def write_files(
+    repo: Path, files: dict[str, str | None], executable=(), links: dict[str, str] | None = None
+) -> None:
+    """Write text files (None deletes), mark `executable` ones +x, make `links` symlinks (path -> target)."""
     for rel, text in files.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            path.unlink()
+        else:
+            path.write_text(text)
+    for rel in executable:
+        (repo / rel).chmod(0o755)
+    for rel, target in (links or {}).items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+        if (repo / rel).is_symlink() or (repo / rel).exists():
+            (repo / rel).unlink()
+        os.symlink(target, repo / rel)
+
+
+def commit_files(
+    repo: Path, files: dict[str, str], message: str, executable=(), links: dict[str, str] | None = None
+) -> str:
+    write_files(repo, files, executable, links)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD").strip()
 
 
 def make_patch(
-    tmp: Path, base: dict[str, str], new: dict[str, str], subject: str, header: bool = True
+    tmp: Path,
+    base: dict[str, str],
+    new: dict[str, str | None],
+    subject: str,
+    header: bool = True,
+    executable=(),
+    links: dict[str, str] | None = None,
+    base_executable=(),
+    base_links: dict[str, str] | None = None,
 ) -> str:
-    """A format-patch style patch turning files `base` into `new` (made by real git)."""
+    """A format-patch style patch turning files `base` into `new` (made by real git); `executable`
+    and `links` set modes and symlinks on the new side, `base_*` on the old side."""
     repo = Path(tempfile.mkdtemp(prefix="mk-", dir=tmp))
     git(repo, "init", "-q")
-    commit_files(repo, base or {".keep": ""}, "base")
+    commit_files(repo, base or {".keep": ""}, "base", base_executable, base_links)
     body = "\n\nDescription: test change\nForwarded: not-needed\n" if header else ""
-    for rel, text in new.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            (repo / rel).unlink()
-        else:
-            (repo / rel).write_text(text)
+    write_files(repo, new, executable, links)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", subject + body)
     args = ["format-patch", "--zero-commit", "--no-signature", "--no-stat", "--no-numbered", "--full-index"]
@@ -59,6 +87,22 @@ class Project:
         return main(["--root", str(self.root), *args])
 
     @property
+    def cache(self) -> Path:
+        return self.root.parent / "cache"
+
+    def spawn(self, *args: str, **env: str) -> subprocess.Popen:
+        """The tool as a separate process (for kills and concurrency); `env` adds variables."""
+        full = {**os.environ, "PYTHONPATH": str(SCRIPTS), "STREAMPETR_DALI_CACHE": str(self.cache), **env}
+        cmd = [sys.executable, "-m", "overlaytool", "--root", str(self.root), *args]
+        return subprocess.Popen(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def call(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        """Run the tool in a separate process to the end; returncode -9 means it was SIGKILLed."""
+        proc = self.spawn(*args, **env)
+        out, err = proc.communicate(timeout=120)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    @property
     def checkout(self) -> Path:
         return self.root / "upstream" / "StreamPETR"
 
@@ -72,3 +116,26 @@ def write_pin(path: Path, name: str, url: str, commit: str, checkout: str) -> No
     path.write_text(
         f'name = "{name}"\nurl = "{url}"\ncommit = "{commit}"\ndate = "2024-06-26"\ncheckout = "{checkout}"\n'
     )
+
+
+def tree_state(checkout: Path) -> dict[str, tuple[str, bytes]]:
+    """Every file of a checkout outside `.git` (nested checkouts included) as git sees it: mode and bytes."""
+    state = {}
+    for path in sorted(checkout.rglob("*")):
+        rel = path.relative_to(checkout)
+        if ".git" in rel.parts:
+            continue
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            state[rel.as_posix()] = ("120000", os.readlink(path).encode())
+        elif stat.S_ISREG(st.st_mode):
+            state[rel.as_posix()] = ("100755" if st.st_mode & 0o100 else "100644", path.read_bytes())
+    return state
+
+
+def mode_of(path: Path) -> str:
+    """git's mode of a work-tree path."""
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    return "100755" if st.st_mode & 0o100 else "100644"

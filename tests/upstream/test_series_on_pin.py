@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 from overlaytool.__main__ import main
+from overlaytool.cache import mirror_path
+from overlaytool.gitcmd import git_out
+from overlaytool.pins import load_pin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.upstream
@@ -35,7 +38,7 @@ def status(checkout: Path) -> list[str]:
 
 
 def test_series_and_overlay_apply_and_nothing_else(scratch: Path) -> None:
-    from overlaytool.apply import overlay_files
+    from overlaytool.checkout import overlay_files
     from overlaytool.series import load_series
 
     patched = {fp.path for p in load_series(scratch / "patches") for fp in p.files}
@@ -43,7 +46,7 @@ def test_series_and_overlay_apply_and_nothing_else(scratch: Path) -> None:
     assert status(scratch / "upstream" / "StreamPETR") == expected
     mmdet3d = scratch / "upstream" / "StreamPETR" / "mmdetection3d"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mmdet3d, capture_output=True, text=True).stdout
-    assert head.strip() == "47285b3f1e9dba358e98fcd12e523cfd0769c876"
+    assert head.strip() == load_pin(scratch / "upstream" / "mmdetection3d.toml").commit
 
 
 def test_second_apply_is_a_no_op(scratch: Path, capsys) -> None:
@@ -58,17 +61,15 @@ def test_refresh_round_trip_is_byte_identical(scratch: Path) -> None:
     assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*")} == before
 
 
-OLDER = "2315cf9f077817ec7089c87094ba8a63f76c2acf"  # 2024-01-24, the pin's parent
-
-
 def test_rebase_to_an_older_commit_and_back_is_lossless(scratch: Path, capsys) -> None:
     """The real series moves to an older StreamPETR commit and back; patches come back byte-identical."""
     pin_file = (scratch / "upstream" / "streampetr.toml").read_text()
+    pin = load_pin(scratch / "upstream" / "streampetr.toml")
+    older = git_out("rev-parse", f"{pin.commit}^", cwd=mirror_path(pin))  # the pin's parent
     before = {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")}
-    assert main(["--root", str(scratch), "rebase", OLDER]) == 0
-    assert f'commit = "{OLDER}"' in (scratch / "upstream" / "streampetr.toml").read_text()
-    pin = pin_file.split('commit = "')[1][:40]
-    assert main(["--root", str(scratch), "rebase", pin]) == 0
+    assert main(["--root", str(scratch), "rebase", older]) == 0
+    assert f'commit = "{older}"' in (scratch / "upstream" / "streampetr.toml").read_text()
+    assert main(["--root", str(scratch), "rebase", pin.commit]) == 0
     out = capsys.readouterr().out
     assert "conflict" not in out
     assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")} == before
