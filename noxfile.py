@@ -136,7 +136,7 @@ def data_root_args(session: nox.Session, python: str, args: list[str]) -> list[s
 
 @nox.session
 def upstream_env(session: nox.Session) -> None:
-    """Build the OpenMMLab env at .nox/_env/upstream (`-- --cuda | --no-cuda | --force`); reruns: no-op."""
+    """Build the OpenMMLab env .nox/_env/upstream (`-- --cuda|--no-cuda`, kept; `--force`); rerun: no-op."""
     run_tool(session, sys.executable, "upstream_env", "build", *session.posargs)
 
 
@@ -154,6 +154,21 @@ def train_torch(session: nox.Session) -> None:
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, sys.executable, "upstream_env", "train", "--loader", "torch", *args)
+
+
+@nox.session
+def evaluate(session: nox.Session) -> None:
+    """mAP/NDS of a checkpoint via tools/test.py: `-- [CKPT] [--data-root DIR] [--gpus K] [--config C]`."""
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, sys.executable, "upstream_env", "evaluate", *args)
+
+
+@nox.session
+def create_data(session: nox.Session) -> None:
+    """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
+    upstream_python(session)
+    run_tool(session, sys.executable, "upstream_env", "create_data", *session.posargs)
 
 
 @nox.session

@@ -1,30 +1,37 @@
-"""CLI: `python -m upstream_env {build,path,train} ...` (`<command> --help` for each)."""
+"""CLI: `python -m upstream_env {build,path,train,evaluate,create_data} ...` (`<command> --help` for each)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
 from pathlib import Path
 
 from . import EnvBuildError
-from .build import build, is_current
+from .build import build, is_current, read_stamp, resolve_cuda
 from .paths import ENV_DIR, env_python
+
+RUNNERS = ("train", "evaluate", "create_data")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["train"]:
-        from .train import main as train_main
-
-        return train_main(argv[1:])
+    if argv[:1] and argv[0] in RUNNERS:  # each parses its own arguments
+        return importlib.import_module(f".{argv[0]}", __package__).main(argv[1:])
     parser = argparse.ArgumentParser(prog="upstream_env", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build or update the env (a no-op when it is current)")
     b.add_argument("--env", type=Path, default=ENV_DIR, help="env folder (default: .nox/_env/upstream)")
-    cuda = b.add_mutually_exclusive_group()
-    cuda.add_argument("--cuda", dest="cuda", action="store_const", const=True, help="compile mmcv CUDA ops")
-    cuda.add_argument("--no-cuda", dest="cuda", action="store_const", const=False, help="CPU ops only")
+    ops = b.add_mutually_exclusive_group()
+    ops.add_argument(
+        "--cuda",
+        dest="cuda",
+        action="store_const",
+        const=True,
+        help="compile mmcv CUDA ops (kept for later builds)",
+    )
+    ops.add_argument("--no-cuda", dest="cuda", action="store_const", const=False, help="CPU ops only")
     b.add_argument(
         "--force", action="store_true", help="rerun the install steps even when the stamp is current"
     )
@@ -32,14 +39,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("path", help="print the env's python; exit 1 when the env is not built/current")
     p.add_argument("--env", type=Path, default=ENV_DIR)
     sub.add_parser("train", help="train StreamPETR on CPU/GPU with the PyTorch DataLoader (see train --help)")
+    sub.add_parser(
+        "evaluate", help="evaluate a checkpoint with tools/test.py --eval bbox (see evaluate --help)"
+    )
+    sub.add_parser("create_data", help="info pickles from a nuScenes tree (see create_data --help)")
     args = parser.parse_args(argv)
     if args.command == "path":
         print(env_python(args.env))
         return 0 if is_current(args.env) else 1
+    cuda = resolve_cuda(args.cuda, read_stamp(args.env))  # kept across --clean
     if args.clean and args.env.exists():
         shutil.rmtree(args.env)
     try:
-        build(args.env, cuda=args.cuda, force=args.force)
+        build(args.env, cuda=cuda, force=args.force)
     except EnvBuildError as exc:
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,18 @@ from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
 
-STAMP = ".upstream-env.sha256"
+STAMP = ".upstream-env.json"  # {"digest": ..., "cuda": true | false | null}: what the env was built from
+# The modules that decide what goes into the env (the training runner and other tools beside them
+# do not): a change to one of them rebuilds the env. A new builder module belongs in this list.
+BUILDER_MODULES = (
+    "__init__.py",
+    "build.py",
+    "mmcv_wheel.py",
+    "mmdet3d_wheel.py",
+    "paths.py",
+    "runlog.py",
+    "_streampetr_numpy_compat.py",
+)
 # What mmcv-full's setup.py imports at build time (it runs without build isolation).
 BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
@@ -35,17 +47,44 @@ IMPORT_CHECK = (
 
 
 def digest(cuda: bool | None) -> str:
-    """What the env is a function of: requirement files, the mmdet3d pin and this builder's code."""
-    parts = [REQUIREMENTS, CONSTRAINTS, MMDET3D_PIN, *sorted(Path(__file__).parent.glob("*.py"))]
+    """What the env is a function of: ops choice, requirement files, mmdet3d pin, the builder's code."""
+    here = Path(__file__).parent
+    parts = [REQUIREMENTS, CONSTRAINTS, MMDET3D_PIN, *(here / name for name in BUILDER_MODULES)]
     h = hashlib.sha256(f"cuda={cuda}\n".encode())
     for path in parts:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
+def read_stamp(env: Path) -> dict | None:
+    """The stamp of a built env, or None (never built, interrupted, or an older stamp format)."""
+    try:
+        stamp = json.loads((env / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
+    """The mmcv ops choice of a build: `--cuda`/`--no-cuda` when given, else the one the env was built
+    with (so `upstream_env -- --cuda` followed by `train_dali` keeps the CUDA ops), else None (auto:
+    CUDA ops when a GPU and nvcc are both present)."""
+    if requested is not None or stamp is None:
+        return requested
+    return stamp.get("cuda")
+
+
 def is_current(env: Path = ENV_DIR, cuda: bool | None = None) -> bool:
-    stamp = env / STAMP
-    return env_python(env).exists() and stamp.exists() and stamp.read_text().strip() == digest(cuda)
+    """The env exists and was built from the current inputs with the resolved ops choice."""
+    stamp = read_stamp(env)
+    if not env_python(env).exists() or stamp is None:
+        return False
+    return stamp.get("digest") == digest(resolve_cuda(cuda, stamp))
+
+
+def _write_stamp(env: Path, cuda: bool | None) -> None:
+    (env / STAMP).write_text(json.dumps({"digest": digest(cuda), "cuda": cuda}) + "\n")
+    (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format
 
 
 def _pip(python: Path, *args: object) -> list[object]:
@@ -68,16 +107,21 @@ def _install_compat(python: Path) -> None:
 def build(env: Path = ENV_DIR, *, cuda: bool | None = None, force: bool = False) -> Path:
     """Make `env` match the requirement files; a no-op when its stamp is current. Returns its python."""
     python = env_python(env)
+    cuda = resolve_cuda(cuda, read_stamp(env))
     if not force and is_current(env, cuda):
-        print(f"upstream env is up to date ({env}).", file=sys.stderr)
+        print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(cuda)}).", file=sys.stderr)
         return python
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.parent / f".{env.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a waiting one then finds it current
         if not force and is_current(env, cuda):
-            print(f"upstream env is up to date ({env}).", file=sys.stderr)
+            print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(cuda)}).", file=sys.stderr)
             return python
         return _build(env, python, cuda)
+
+
+def _ops_name(cuda: bool | None) -> str:
+    return {True: "CUDA (--cuda)", False: "CPU (--no-cuda)", None: "auto"}[cuda]
 
 
 def _build(env: Path, python: Path, cuda: bool | None) -> Path:
@@ -118,6 +162,6 @@ def _build(env: Path, python: Path, cuda: bool | None) -> Path:
         raise
     finally:
         log.close()
-    (env / STAMP).write_text(digest(cuda) + "\n")
+    _write_stamp(env, cuda)
     print(f"upstream env ready in {time.monotonic() - total:.0f} s: {python}", file=sys.stderr)
     return python

@@ -1,6 +1,6 @@
 """Stack tier: StreamPETR's own converter (tools/create_data_nusc.py with the real mmcv/mmdet3d), run
-on our nuScenes tables, reproduces our info pickles: same keys and order, dtypes, shapes, values
-within 1e-4.
+through `nox -s create_data`'s runner on our nuScenes tables, reproduces our info pickles: same keys
+and order, dtypes, shapes, values within 1e-4; `--out` leaves the data root's pickles alone.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STREAMPETR = REPO_ROOT / "upstream" / "StreamPETR"
 
 
 def _compare(ours: object, theirs: object, where: str) -> None:
@@ -43,38 +42,22 @@ def _compare(ours: object, theirs: object, where: str) -> None:
 @pytest.mark.upstream
 @pytest.mark.stack
 def test_streampetr_converter_reproduces_our_infos(tmp_path: Path) -> None:
-    _run_and_compare(tmp_path, Path(sys.executable), {"PYTHONPATH": str(STREAMPETR / "mmdetection3d")})
-
-
-def _run_and_compare(tmp_path: Path, python: Path, extra_env: dict[str, str]) -> None:
     from synthdata import ensure_dataset
 
     root = ensure_dataset(tmp_path / "nuscenes", scenes=3, samples_per_scene=3, seed=11)
-    ours = {}
-    for split in ("train", "val"):
-        pkl = root / f"nuscenes2d_temporal_infos_{split}.pkl"
-        with open(pkl, "rb") as f:
-            ours[split] = pickle.load(f)
-        pkl.rename(pkl.with_suffix(".ours"))
-    env = {**os.environ, **extra_env}
-    proc = subprocess.run(
-        [
-            str(python),
-            "create_data_nusc.py",
-            "--root-path",
-            str(root),
-            "--version",
-            "v1.0-mini",
-        ],
-        cwd=STREAMPETR / "tools",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    shipped = {split: (root / f"nuscenes2d_temporal_infos_{split}.pkl") for split in ("train", "val")}
+    before = {split: (path.read_bytes(), path.stat().st_mtime_ns) for split, path in shipped.items()}
+    ours = {split: pickle.loads(data) for split, (data, _) in before.items()}
+    out = tmp_path / "infos"
+    cmd = [sys.executable, "-m", "upstream_env", "create_data", "--root", str(root), "--version", "v1.0-mini"]
+    cmd += ["--out", str(out), "--python", sys.executable]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for split in ("train", "val"):
-        with open(root / f"nuscenes2d_temporal_infos_{split}.pkl", "rb") as f:
+        with open(out / f"nuscenes2d_temporal_infos_{split}.pkl", "rb") as f:
             theirs = pickle.load(f)
         assert len(theirs["infos"]) == len(ours[split]["infos"]) > 0
         _compare(ours[split], theirs, split)
+        path = shipped[split]
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == before[split], f"--out wrote into {path}"
