@@ -145,15 +145,3 @@ def test_two_training_iterations_on_the_dali_loader(synthetic_dataset: Path, tmp
     assert "train_dali: 2 iterations" in out and "all losses finite" in out
     assert "CLASSES = car, truck" in out
     assert len(slot_streams(tmp_path, 0)) == 2
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["shard", "replicate"])
-def test_two_gloo_processes(synthetic_dataset: Path, tmp_path: Path, mode: str) -> None:
-    out = train(synthetic_dataset, tmp_path, "--iters", "2", "--gpus", "2", "--mode", mode)
-    assert f"split checked: {mode}" in out
-    rank0, rank1 = slot_streams(tmp_path, 0), slot_streams(tmp_path, 1)
-    if mode == "shard":
-        assert all(set(a).isdisjoint(b) for a, b in zip(rank0, rank1, strict=True))
-    else:
-        assert rank0 == rank1
