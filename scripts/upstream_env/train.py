@@ -90,15 +90,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def nuscenes_version(data_root: Path) -> str:
-    """The devkit version of a nuScenes-layout data root (its table folder); the evaluation maps
-    it to the val split: v1.0-mini -> mini_val, v1.0-trainval -> val."""
-    for version in ("v1.0-trainval", "v1.0-mini"):
-        if (data_root / version).is_dir():
-            return version
-    return "v1.0-trainval"
-
-
 def train_command(args: argparse.Namespace) -> list[str]:
     """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1."""
     config = CONFIGS[args.loader].get(args.config, args.config)
@@ -114,7 +105,6 @@ def train_command(args: argparse.Namespace) -> list[str]:
         f"evaluation.interval={args.eval_interval or args.iters}",
         f"data.val.data_root={data}/",
         f"data.val.ann_file={data / 'nuscenes2d_temporal_infos_val.pkl'}",
-        f"data.val.version={nuscenes_version(data)}",
         *args.cfg_options,
     ]
     script = ["tools/train.py", config, "--work-dir", str(args.work_dir.resolve())]
