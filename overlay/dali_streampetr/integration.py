@@ -5,14 +5,21 @@ Imports mmcv (through :mod:`.mmdet_adapter`), so it is only imported inside the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from mmcv.runner import get_dist_info
+import torch.distributed as dist
+from mmcv.runner import CheckpointHook, CheckpointLoader, Hook, get_dist_info
+from mmcv.utils import get_logger
 
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
+from .resume import META_KEY, fitting_state, stream_state
+from .schedule import RunSchedule
+
+LOGGER = "mmdet"  # the logger tools/train.py sets up (log file, rank 0 only)
 
 
 def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:
@@ -35,22 +42,28 @@ def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:
 
 
 class SlotLoggingLoader(MMDetDaliLoader):
-    """The runner's loader, also appending which (scene, frame) each batch slot got to a JSONL file."""
+    """The runner's loader, also appending what each batch slot got to a JSONL file: the (scene,
+    frame), the augmentation draw and a SHA-1 of the slot's image tensor."""
 
-    def __init__(self, loader: MMDetDaliLoader, log_path: Path) -> None:
+    def __init__(self, loader: MMDetDaliLoader, log_path: Path, *, append: bool) -> None:
         super().__init__(loader.loader)
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text("")
+        if not append:
+            log_path.write_text("")
 
     def __next__(self) -> dict[str, Any]:
         iteration = self.loader.iteration
         batch = next(self.loader)
         slots = []
-        for meta, record, prev in zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True):
+        for b, (meta, record, prev) in enumerate(
+            zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True)
+        ):
+            pixels = batch["img"][b].detach().cpu().numpy().tobytes()
             slots.append(
                 {"scene": meta[0]["scene_token"], "token": record["token"], "index": record["index"],
-                 "prev_exists": bool(prev[0])}
+                 "prev_exists": bool(prev[0]), "draw": record["draw"].as_dict(),
+                 "img_sha1": hashlib.sha1(pixels).hexdigest()}
             )  # fmt: skip
         line = {"iter": iteration, "rank": self.loader.rank, "slots": slots}
         with self.log_path.open("a") as f:
@@ -58,20 +71,98 @@ class SlotLoggingLoader(MMDetDaliLoader):
         return to_collated(batch)
 
 
+class DaliStreamStateHook(Hook):
+    """Every checkpoint carries each rank's loader state (``meta['dali_loader']['ranks']``); on
+    resume each rank checks its entry against its own loader and continues at the runner's
+    iteration, before the first batch builds the pipeline. A state that does not fit is refused."""
+
+    def __init__(self, loader: MMDetDaliLoader, cfg: Any) -> None:
+        self.loader, self.cfg = loader, cfg
+
+    def before_run(self, runner: Any) -> None:
+        checkpoint = self.cfg.get("resume_from")
+        if not checkpoint:
+            return
+        meta = CheckpointLoader.load_checkpoint(checkpoint, map_location="cpu").get("meta", {})
+        mine = stream_state(self.loader.loader)
+        if META_KEY not in meta:
+            get_logger(LOGGER).warning(
+                f"{checkpoint} holds no DALI loader state (written by the PyTorch loader?): the DALI "
+                f"stream continues at iteration {runner.iter} without checking that it is the same stream"
+            )
+            stored = {"ranks": [mine] * mine["world_size"]}
+        else:
+            stored = meta[META_KEY]
+        self.loader.load_state_dict(fitting_state(stored, mine, iteration=runner.iter, checkpoint=checkpoint))
+        get_logger(LOGGER).info(f"DALI loader: resumed the data stream at iteration {runner.iter}")
+
+    def after_train_iter(self, runner: Any) -> None:
+        if not _checkpoint_due(runner):
+            return
+        mine = stream_state(self.loader.loader)
+        ranks = [mine]
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            ranks = [None] * dist.get_world_size()
+            dist.all_gather_object(ranks, mine)
+        if runner.meta is None:
+            runner.meta = {}
+        runner.meta[META_KEY] = {"ranks": ranks}
+
+
+def _checkpoint_due(runner: Any) -> bool:
+    """Whether a CheckpointHook saves after this iteration (the same test it makes; every rank
+    reaches the same answer, so the gather above is collective)."""
+    return any(
+        isinstance(h, CheckpointHook)
+        and not h.by_epoch
+        and (h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner)))
+        for h in runner.hooks
+    )
+
+
+def log_schedule(cfg: Any, loader: MMDetDaliLoader) -> RunSchedule:
+    """Print the data size, world size, batch, mode, iterations per epoch and effective epochs;
+    warn when the config's ``num_gpus`` is not the real world size."""
+    inner = loader.loader
+    schedule = RunSchedule(
+        frames=len(inner.frames),
+        world_size=inner.world_size,
+        samples_per_gpu=inner.cfg.samples_per_gpu,
+        mode=inner.sampler.mode,
+        max_iters=(cfg.get("runner") or {}).get("max_iters"),
+        config_num_gpus=cfg.get("num_gpus"),
+        config_iters_per_epoch=cfg.get("num_iters_per_epoch"),
+    )
+    logger = get_logger(LOGGER)
+    for line in schedule.report():
+        logger.info(line)
+    warning = schedule.gpu_count_warning()
+    if warning:
+        logger.warning(warning)
+    return schedule
+
+
 def build_dali_train_loader(
     cfg: Any, *, rank: int, world_size: int, device_id: int | None
 ) -> MMDetDaliLoader:
     """The DALI training loader for ``cfg`` (a drop-in for the PyTorch DataLoader of the train set).
 
-    It carries ``CLASSES`` from the config's ``class_names`` for the checkpoint meta and
-    ``model.CLASSES``. With ``data_loading_config.log_slots=True`` each rank also writes
-    ``<work_dir>/slots_rank<r>.jsonl``: the scene and frame every batch slot received.
+    The info file is ``data.train.ann_file`` exactly as given (relative to the working directory,
+    as upstream's dataset reads it); images are found under ``data.train.data_root``. It carries
+    ``CLASSES`` from the config's ``class_names`` for the checkpoint meta and ``model.CLASSES``, and
+    ``runner_hooks`` that keep its stream position in checkpoints. With
+    ``data_loading_config.log_slots=True`` each rank also writes ``<work_dir>/slots_rank<r>.jsonl``
+    (appended to when the run resumes).
     """
+    train = cfg.data.train
     loader = build_mmdet_loader(
-        cfg, cfg.data.train.data_root, rank=rank, world_size=world_size, seed=cfg.get("seed") or 0,
-        device_id=device_id,
+        cfg, train.data_root, rank=rank, world_size=world_size, seed=cfg.get("seed") or 0,
+        device_id=device_id, ann_file=train.ann_file,
     )  # fmt: skip
     if loader.loader.cfg.log_slots:
-        loader = SlotLoggingLoader(loader, Path(cfg.work_dir) / f"slots_rank{rank}.jsonl")
+        log_path = Path(cfg.work_dir) / f"slots_rank{rank}.jsonl"
+        loader = SlotLoggingLoader(loader, log_path, append=bool(cfg.get("resume_from")))
     loader.CLASSES = tuple(cfg.class_names)
+    loader.runner_hooks = [(DaliStreamStateHook(loader, cfg), "ABOVE_NORMAL")]
+    log_schedule(cfg, loader)
     return loader

@@ -291,10 +291,13 @@ def build_loader(
     world_size: int | None = None,
     seed: int = 0,
     device_id: int | None = None,
+    ann_file: str | Path | None = None,
     **overrides: Any,
 ) -> DaliStreamLoader:
     """Loader from a StreamPETR config (dict or mmcv Config). Rank / world size default to the
-    initialised ``torch.distributed`` group, else (0, 1)."""
+    initialised ``torch.distributed`` group, else (0, 1). ``ann_file`` is the info pickle as given
+    (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
+    named like the config's ``ann_file`` in ``data_root``."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()
@@ -304,4 +307,6 @@ def build_loader(
     require_cuda(cfg.device)
     if cfg.device == "gpu" and device_id is None:
         device_id = torch.cuda.current_device()
-    return DaliStreamLoader(cfg, data_root, rank=rank, world_size=world_size, seed=seed, device_id=device_id)
+    return DaliStreamLoader(
+        cfg, data_root, rank=rank, world_size=world_size, seed=seed, device_id=device_id, ann_file=ann_file
+    )

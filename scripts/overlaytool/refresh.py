@@ -54,12 +54,35 @@ def slug(subject: str) -> str:
 
 
 def _write_series(target: Target, names: list[str], base: str | None = None) -> None:
-    """Rewrite the series file: its comments, an updated `# base-commit:` line, then the names."""
+    """Rewrite the series file with `names`, keeping its comments where they were: a comment
+    block right above a patch (a group label) stays above it, the header (up to the last blank
+    line before the first patch) stays on top, trailing comments stay last. `# base-commit:` is
+    updated at the end of the header."""
     series = target.patch_dir / "series"
-    comments = [line for line in series.read_text().splitlines() if not line.strip() or line.startswith("#")]
+    lines = series.read_text().splitlines()
     if base is not None:
-        comments = [c for c in comments if not c.startswith("# base-commit:")] + [f"# base-commit: {base}"]
-    series.write_text("\n".join([*comments, *names]) + "\n")
+        lines = [line for line in lines if not line.startswith("# base-commit:")]
+    blocks: dict[str, list[str]] = {}
+    block: list[str] = []
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            block.append(line)
+        else:
+            blocks[line.strip()], block = block, []
+    header, trailer = block, []
+    if blocks:
+        first = next(iter(blocks))
+        split = max((i + 1 for i, line in enumerate(blocks[first]) if not line.strip()), default=0)
+        header, blocks[first], trailer = blocks[first][:split], blocks[first][split:], block
+    if base is not None:
+        end = len(header)
+        while end and not header[end - 1].strip():
+            end -= 1  # the line goes above the header's closing blank lines
+        header = [*header[:end], f"# base-commit: {base}", *header[end:]]
+    out = list(header)
+    for name in names:
+        out += [*blocks.get(name, []), name]
+    series.write_text("\n".join([*out, *trailer]) + "\n")
 
 
 def _sync_overlay(target: Target) -> list[str]:

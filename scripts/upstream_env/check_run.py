@@ -1,8 +1,11 @@
-"""Check a finished `tools/train.py` run: `python -m upstream_env.check_run WORK_DIR ITERS [LABEL]`.
+"""Check a finished `tools/train.py` run:
+`python -m upstream_env.check_run WORK_DIR ITERS [LABEL] [--validated]`.
 
 Runs in the upstream env (needs torch and mmcv). Reads the newest `*.log.json` mmcv's
-TextLoggerHook wrote, fails on a missing iteration or a non-finite loss, prints the timing summary,
-and loads the final checkpoint with mmcv's loader to check its meta holds CLASSES.
+TextLoggerHook wrote (the last segment of a resumed run), fails on a missing iteration or a
+non-finite loss, prints the timing summary, and loads the final checkpoint with mmcv's loader to
+check its meta holds CLASSES. With `--validated` the log must also hold an evaluation with finite
+mAP and NDS (printed).
 """
 
 from __future__ import annotations
@@ -14,13 +17,24 @@ import sys
 from pathlib import Path
 
 
-def train_records(work_dir: Path) -> list[dict]:
-    """The per-iteration records of the newest json log in `work_dir`."""
+def log_records(work_dir: Path) -> list[dict]:
+    """The records of the newest json log in `work_dir`."""
     logs = sorted(work_dir.glob("*.log.json"), key=lambda p: p.stat().st_mtime)
     if not logs:
         raise SystemExit(f"check_run: no *.log.json in {work_dir}")
-    records = [json.loads(line) for line in logs[-1].read_text().splitlines() if line.strip()]
-    return [r for r in records if r.get("mode") == "train"]
+    return [json.loads(line) for line in logs[-1].read_text().splitlines() if line.strip()]
+
+
+def evaluation(records: list[dict]) -> dict[str, float]:
+    """mAP and NDS of the last evaluation in the log ({} when none was logged)."""
+    found: dict[str, float] = {}
+    for record in records:
+        if record.get("mode") == "val":
+            for key, value in record.items():
+                name = key.rsplit("/", 1)[-1]
+                if name in ("mAP", "NDS"):
+                    found[name] = value
+    return found
 
 
 def non_finite(records: list[dict]) -> list[str]:
@@ -58,9 +72,12 @@ def check_checkpoint(path: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
+    validated = "--validated" in argv
+    argv = [a for a in argv if a != "--validated"]
     work_dir, iters = Path(argv[0]), int(argv[1])
     label = argv[2] if len(argv) > 2 else "train"
-    records = train_records(work_dir)
+    logged = log_records(work_dir)
+    records = [r for r in logged if r.get("mode") == "train"]
     if not records:
         print(f"check_run: no training iterations logged in {work_dir}", file=sys.stderr)
         return 1
@@ -73,6 +90,15 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"{label}: {summary(records)}; all losses finite")
     print(f"{label}: checkpoint {check_checkpoint(work_dir / f'iter_{iters}.pth')}")
+    if validated:
+        metrics = evaluation(logged)
+        if set(metrics) != {"mAP", "NDS"} or not all(math.isfinite(v) for v in metrics.values()):
+            print(
+                f"check_run: no finite mAP/NDS logged by the evaluation hook (found {metrics})",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"{label}: validation mAP {metrics['mAP']:.4f}, NDS {metrics['NDS']:.4f}")
     return 0
 
 

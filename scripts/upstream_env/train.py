@@ -3,9 +3,12 @@
 Runs `tools/train.py` of the applied checkout with a CPU smoke config (or any config), one process
 or `--gpus K` processes under torchrun (NCCL on GPUs, gloo on a CPU-only host), streams its log
 (one line per iteration: time, data_time, losses), then checks the run with `upstream_env.check_run`:
-every logged loss finite, a checkpoint whose meta holds CLASSES. With the DALI loader each rank
-also logs which (scene, frame) every batch slot received; `upstream_env.slots` checks the split.
-Exit status 0 only when everything holds.
+every logged loss finite, a checkpoint whose meta holds CLASSES, and with `--validate` a finite
+mAP/NDS from the upstream evaluation hook. With the DALI loader each rank also logs which (scene,
+frame) and draw every batch slot received; `upstream_env.slots` checks the split (over all segments
+of a resumed run). `--resume-from`/`--auto-resume` continue a run to `--iters` (the DALI loader
+continues its exact data stream; the PyTorch sampler restarts, as upstream). Exit status 0 only
+when everything holds.
 """
 
 from __future__ import annotations
@@ -53,6 +56,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--workers", type=int, default=1, help="DataLoader workers per process (torch loader)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--validate", action="store_true", help="run the upstream evaluation hook (mAP/NDS on the val split)"
+    )
+    ap.add_argument(
+        "--eval-interval", type=int, help="with --validate: evaluate every N iterations (default: at the end)"
+    )
+    resume = ap.add_mutually_exclusive_group()
+    resume.add_argument("--resume-from", type=Path, help="continue the run of this checkpoint to --iters")
+    resume.add_argument(
+        "--auto-resume", action="store_true", help="continue from the work dir's latest checkpoint, if any"
+    )
     ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/train.py")
     args = ap.parse_args(argv)
@@ -60,6 +74,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--iters must be >= 1")
     if args.gpus < 1:
         ap.error("--gpus must be >= 1")
+    if args.eval_interval is not None and (args.eval_interval < 1 or not args.validate):
+        ap.error("--eval-interval needs --validate and must be >= 1")
     if args.config in CONFIGS["torch"] and args.config not in CONFIGS[args.loader]:
         ap.error(
             f"--config {args.config} has no {args.loader} variant; one of {', '.join(CONFIGS[args.loader])}"
@@ -86,9 +102,17 @@ def train_command(args: argparse.Namespace) -> list[str]:
         f"data.train.data_root={data}/",
         f"data.train.ann_file={ann}",
         f"data_loading_config.replicate_dataset_per_gpu={args.replicate_dataset_per_gpu}",
+        f"evaluation.interval={args.eval_interval or args.iters}",
+        f"data.val.data_root={data}/",
+        f"data.val.ann_file={data / 'nuscenes2d_temporal_infos_val.pkl'}",
         *args.cfg_options,
     ]
-    script = ["tools/train.py", config, "--work-dir", str(args.work_dir.resolve()), "--no-validate"]
+    script = ["tools/train.py", config, "--work-dir", str(args.work_dir.resolve())]
+    script += [] if args.validate else ["--no-validate"]
+    if args.resume_from:
+        script += ["--resume-from", str(args.resume_from.resolve())]
+    elif args.auto_resume:
+        script += ["--auto-resume"]
     script += ["--seed", str(args.seed), "--cfg-options", *options]
     if args.gpus == 1:
         return [str(args.python), *script]
@@ -110,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cmd = train_command(args)
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    for old in args.work_dir.glob("slots_rank*.jsonl"):
-        old.unlink()
+    if not (args.resume_from or args.auto_resume):  # a resumed run appends to the slot logs
+        for old in args.work_dir.glob("slots_rank*.jsonl"):
+            old.unlink()
     env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
     print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, cwd=CHECKOUT, env=env).returncode
@@ -122,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     label = f"train_{args.loader}"
     work_dir = str(args.work_dir.resolve())
     check = [str(args.python), "-m", "upstream_env.check_run", work_dir, str(args.iters), label]
+    check += ["--validated"] if args.validate else []
     code = subprocess.run(check, env=scripts).returncode
     if code == 0 and args.loader == "dali":
         slots = [str(args.python), "-m", "upstream_env.slots", work_dir]

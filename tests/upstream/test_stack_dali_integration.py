@@ -145,16 +145,3 @@ def test_two_training_iterations_on_the_dali_loader(synthetic_dataset: Path, tmp
     assert "train_dali: 2 iterations" in out and "all losses finite" in out
     assert "CLASSES = car, truck" in out
     assert len(slot_streams(tmp_path, 0)) == 2
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("replicate", [False, True], ids=["sharded", "replicate_dataset_per_gpu"])
-def test_two_gloo_processes(synthetic_dataset: Path, tmp_path: Path, replicate: bool) -> None:
-    flag = ["--replicate-dataset-per-gpu"] if replicate else []
-    out = train(synthetic_dataset, tmp_path, "--iters", "2", "--gpus", "2", *flag)
-    assert f"split checked: {'replicate_dataset_per_gpu' if replicate else 'sharded'}" in out
-    rank0, rank1 = slot_streams(tmp_path, 0), slot_streams(tmp_path, 1)
-    if not replicate:
-        assert all(set(a).isdisjoint(b) for a, b in zip(rank0, rank1, strict=True))
-    else:
-        assert rank0 == rank1

@@ -1,0 +1,155 @@
+"""Stack tier: long-run guarantees of the DALI training path in the real StreamPETR.
+
+- exact resume: "2N iterations straight" and "N, then resume to 2N" give every batch slot the same
+  (scene, frame), augmentation draw and pixels (SHA-1 of the slot's image tensor) at every
+  iteration, with 1 process (real straight run, --auto-resume) and 2 gloo processes, shard and
+  replicate (--resume-from; the straight reference is the loader's own uninterrupted stream,
+  which the 1-process test shows equals a straight training run);
+- a checkpoint of another world size is refused, naming the field;
+- validation runs the upstream evaluation hook (1 process: EvalHook, 2 processes:
+  CustomDistEvalHook) and logs finite mAP/NDS, with a log line on the evaluation iteration;
+- data.train.ann_file is read as given, also outside data_root.
+
+Runs with the small (128x352) config and N=2 to keep the runs short.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
+SMALL_DALI = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+N = 2
+
+
+def train(data_root: Path, work_dir: Path, *args: str, ok: bool = True) -> str:
+    """`python -m upstream_env train --loader dali --config small ...`; stdout + stderr."""
+    cmd = [sys.executable, "-m", "upstream_env", "train", "--loader", "dali", "--config", "small"]
+    cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
+    output = proc.stdout + proc.stderr
+    assert (proc.returncode == 0) == ok, output[-6000:]
+    return output
+
+
+def slot_logs(work_dir: Path) -> dict[int, list[dict]]:
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    from upstream_env.slots import read_logs
+
+    return read_logs(work_dir)
+
+
+def assert_same_stream(a: Path, b: Path, iters: int, ranks: int) -> None:
+    from upstream_env.slots import differences
+
+    logs_a, logs_b = slot_logs(a), slot_logs(b)
+    assert sorted(logs_a) == list(range(ranks))
+    assert all(len(records) == iters for records in logs_a.values()), {r: len(v) for r, v in logs_a.items()}
+    assert differences(logs_a, logs_b) == []
+
+
+def reference_stream(data_root: Path, out: Path, *, world_size: int, mode: str, iters: int) -> Path:
+    """The loader's uninterrupted stream for every rank (no model): the slot logs a straight run writes."""
+    sys.path.insert(0, str(CHECKOUT))
+    from dali_streampetr.integration import build_dali_train_loader
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
+    cfg.data.train.data_root = f"{data_root}/"
+    cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
+    cfg.data_loading_config.replicate_dataset_per_gpu = mode == "replicate"
+    cfg.work_dir, cfg.seed = str(out), 0
+    for rank in range(world_size):
+        loader = build_dali_train_loader(cfg, rank=rank, world_size=world_size, device_id=None)
+        for _ in range(iters):
+            next(loader)
+        loader.close()
+    return out
+
+
+def test_one_process_resume_continues_the_exact_stream_and_validates(
+    synthetic_dataset: Path, tmp_path: Path
+) -> None:
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    out = train(synthetic_dataset, straight, "--iters", str(2 * N), "--validate")
+    assert f"train_dali: {2 * N} iterations" in out and "all losses finite" in out
+    assert "train_dali: validation mAP" in out, out[-3000:]  # finite mAP/NDS, checked by check_run
+    assert f"Iter [{2 * N}/{2 * N}]" in out, "the training line of the evaluation iteration is logged"
+
+    first = train(synthetic_dataset, resumed, "--iters", str(N), "--auto-resume")
+    assert "auto-resume: no checkpoint in" in first
+    second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume")
+    assert f"auto-resume: resuming from {resumed / 'latest.pth'}" in second
+    assert "DALI loader: resumed the data stream at iteration" in second
+    assert_same_stream(straight, resumed, iters=2 * N, ranks=1)
+
+    reference = reference_stream(synthetic_dataset, tmp_path / "ref", world_size=1, mode="shard", iters=2 * N)
+    assert_same_stream(straight, reference, iters=2 * N, ranks=1)
+
+
+@pytest.mark.parametrize("replicate", [False, True], ids=["sharded", "replicate_dataset_per_gpu"])
+def test_two_gloo_processes_resume_the_exact_stream(
+    synthetic_dataset: Path, tmp_path: Path, replicate: bool
+) -> None:
+    """N iterations on 2 processes, then --resume-from to N+1; the sharded run also validates with
+    the distributed evaluation hook and shows that a 1-process resume of the checkpoint is refused."""
+    run = tmp_path / "run"
+    flag = ["--replicate-dataset-per-gpu"] if replicate else []
+    split = f"split checked: {'replicate_dataset_per_gpu' if replicate else 'sharded'}"
+    out = train(synthetic_dataset, run, "--iters", str(N), "--gpus", "2", *flag)
+    assert split in out
+    validate = [] if replicate else ["--validate"]
+    ckpt = run / f"iter_{N}.pth"
+    resume = ["--resume-from", str(ckpt), *validate]
+    out = train(synthetic_dataset, run, "--iters", str(N + 1), "--gpus", "2", *flag, *resume)
+    assert split in out
+    if validate:
+        assert "train_dali: validation mAP" in out, out[-3000:]
+    mode = "replicate" if replicate else "shard"
+    reference = reference_stream(synthetic_dataset, tmp_path / "ref", world_size=2, mode=mode, iters=N + 1)
+    assert_same_stream(run, reference, iters=N + 1, ranks=2)
+
+    if not replicate:
+        refused = train(
+            synthetic_dataset, tmp_path / "one", "--iters", str(N + 1), "--resume-from", str(ckpt), ok=False
+        )
+        assert "the DALI loader state holds 2 rank(s), this run has world_size 1" in refused
+        assert "--gpus/--nproc_per_node 2" in refused
+
+
+def test_ann_file_outside_data_root_is_read_as_given(synthetic_dataset: Path, tmp_path: Path) -> None:
+    """An info file of another name, in another folder, holding one scene: the loader reads that
+    file (a join of its name with data_root would find nothing), and images still come from data_root."""
+    with (synthetic_dataset / "nuscenes2d_temporal_infos_train.pkl").open("rb") as f:
+        data = pickle.load(f)
+    scene = data["infos"][0]["scene_token"]
+    subset = [info for info in data["infos"] if info["scene_token"] == scene]
+    assert 0 < len(subset) < len(data["infos"])
+    ann = tmp_path / "elsewhere" / "my_train_infos.pkl"
+    ann.parent.mkdir()
+    with ann.open("wb") as f:
+        pickle.dump({**data, "infos": subset}, f)
+
+    sys.path.insert(0, str(CHECKOUT))
+    from dali_streampetr.integration import build_dali_train_loader
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
+    cfg.data.train.data_root = f"{synthetic_dataset}/"
+    cfg.data.train.ann_file = str(ann)
+    cfg.data_loading_config.log_slots = False
+    cfg.work_dir = str(tmp_path / "work")
+    loader = build_dali_train_loader(cfg, rank=0, world_size=1, device_id=None)
+    assert len(loader) == len(subset)
+    batch = next(loader)
+    assert {m[0]["scene_token"] for m in batch["img_metas"].data[0]} == {scene}
+    loader.close()
