@@ -145,7 +145,7 @@ def train_dali(session: nox.Session) -> None:
     """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_env", "train", "--loader", "dali", *args)
+    run_tool(session, sys.executable, "upstream_run", "train", "--loader", "dali", *args)
 
 
 @nox.session
@@ -153,7 +153,7 @@ def train_torch(session: nox.Session) -> None:
     """The same run on the original PyTorch DataLoader (`train_dali`'s arguments, plus `--workers K`)."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_env", "train", "--loader", "torch", *args)
+    run_tool(session, sys.executable, "upstream_run", "train", "--loader", "torch", *args)
 
 
 @nox.session
@@ -161,14 +161,14 @@ def evaluate(session: nox.Session) -> None:
     """mAP/NDS of a checkpoint via tools/test.py: `-- [CKPT] [--data-root DIR] [--gpus K] [--config C]`."""
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_env", "evaluate", *args)
+    run_tool(session, sys.executable, "upstream_run", "evaluate", *args)
 
 
 @nox.session
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
     upstream_python(session)
-    run_tool(session, sys.executable, "upstream_env", "create_data", *session.posargs)
+    run_tool(session, sys.executable, "upstream_run", "create_data", *session.posargs)
 
 
 @nox.session

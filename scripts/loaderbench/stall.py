@@ -19,7 +19,7 @@ from typing import Any
 from .cases import ROOT
 from .runcase import RESULT_TAG
 
-STALL_CONFIG = "small"  # upstream_env.train's name for the CPU smoke config at 128x352
+STALL_CONFIG = "small"  # upstream_run.train's name for the CPU smoke config at 128x352
 STALL_CONFIG_PATH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
 
 
@@ -94,8 +94,8 @@ def _ms(v: float | None) -> str:
 
 
 def train(loader: str, data_root: Path, iters: int, work_dir: Path) -> int:
-    """``upstream_env train`` (what ``nox -s train_<loader>`` runs) with the small CPU config."""
-    cmd = [sys.executable, "-m", "upstream_env", "train", "--loader", loader, "--config", STALL_CONFIG]
+    """``upstream_run train`` (what ``nox -s train_<loader>`` runs) with the small CPU config."""
+    cmd = [sys.executable, "-m", "upstream_run", "train", "--loader", loader, "--config", STALL_CONFIG]
     cmd += ["--iters", str(iters), "--data-root", str(data_root), "--work-dir", str(work_dir)]
     cmd += ["--python", sys.executable]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}

@@ -1,9 +1,9 @@
-"""CLI: `python -m upstream_env {build,path,train,evaluate,create_data} ...` (`<command> --help` for each)."""
+"""CLI: `python -m upstream_env {build,path} ...` (`<command> --help` for each). The runs of upstream's
+tools inside the env (train, evaluate, create_data) are the `upstream_run` package."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -12,13 +12,9 @@ from . import EnvBuildError
 from .build import build, is_current, read_stamp, resolve_cuda
 from .paths import ENV_DIR, env_python
 
-RUNNERS = ("train", "evaluate", "create_data")
-
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in RUNNERS:  # each parses its own arguments
-        return importlib.import_module(f".{argv[0]}", __package__).main(argv[1:])
     parser = argparse.ArgumentParser(prog="upstream_env", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build or update the env (a no-op when it is current)")
@@ -38,11 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--clean", action="store_true", help="delete the env first (cached wheels are kept)")
     p = sub.add_parser("path", help="print the env's python; exit 1 when the env is not built/current")
     p.add_argument("--env", type=Path, default=ENV_DIR)
-    sub.add_parser("train", help="train StreamPETR on CPU/GPU with the PyTorch DataLoader (see train --help)")
-    sub.add_parser(
-        "evaluate", help="evaluate a checkpoint with tools/test.py --eval bbox (see evaluate --help)"
-    )
-    sub.add_parser("create_data", help="info pickles from a nuScenes tree (see create_data --help)")
     args = parser.parse_args(argv)
     if args.command == "path":
         print(env_python(args.env))

@@ -49,7 +49,7 @@ def test_streampetr_converter_reproduces_our_infos(tmp_path: Path) -> None:
     before = {split: (path.read_bytes(), path.stat().st_mtime_ns) for split, path in shipped.items()}
     ours = {split: pickle.loads(data) for split, (data, _) in before.items()}
     out = tmp_path / "infos"
-    cmd = [sys.executable, "-m", "upstream_env", "create_data", "--root", str(root), "--version", "v1.0-mini"]
+    cmd = [sys.executable, "-m", "upstream_run", "create_data", "--root", str(root), "--version", "v1.0-mini"]
     cmd += ["--out", str(out), "--python", sys.executable]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -126,7 +126,7 @@ def test_distributed_args(builder, monkeypatch) -> None:
 
 
 def train(data_root: Path, work_dir: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "upstream_env", "train", "--loader", "dali", "--config", "small"]
+    cmd = [sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--config", "small"]
     cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)

@@ -31,8 +31,8 @@ N = 2
 
 
 def train(data_root: Path, work_dir: Path, *args: str, ok: bool = True) -> str:
-    """`python -m upstream_env train --loader dali --config small ...`; stdout + stderr."""
-    cmd = [sys.executable, "-m", "upstream_env", "train", "--loader", "dali", "--config", "small"]
+    """`python -m upstream_run train --loader dali --config small ...`; stdout + stderr."""
+    cmd = [sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--config", "small"]
     cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
@@ -43,13 +43,13 @@ def train(data_root: Path, work_dir: Path, *args: str, ok: bool = True) -> str:
 
 def slot_logs(work_dir: Path) -> dict[int, list[dict]]:
     sys.path.insert(0, str(REPO_ROOT / "scripts"))
-    from upstream_env.slots import read_logs
+    from upstream_run.slots import read_logs
 
     return read_logs(work_dir)
 
 
 def assert_same_stream(a: Path, b: Path, iters: int, ranks: int) -> None:
-    from upstream_env.slots import differences
+    from upstream_run.slots import differences
 
     logs_a, logs_b = slot_logs(a), slot_logs(b)
     assert sorted(logs_a) == list(range(ranks))

@@ -23,7 +23,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, synthetic_dataset: Path) -
     """Work dir and console output of a 2-iteration run."""
     work_dir = tmp_path_factory.mktemp("train_torch")
     cmd = [
-        sys.executable, "-m", "upstream_env", "train", "--iters", str(ITERS), "--config", "small",
+        sys.executable, "-m", "upstream_run", "train", "--iters", str(ITERS), "--config", "small",
         "--data-root", str(synthetic_dataset), "--work-dir", str(work_dir), "--workers", "0",
     ]  # fmt: skip
     proc = subprocess.run(

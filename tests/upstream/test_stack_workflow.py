@@ -14,23 +14,17 @@ import math
 import os
 import pickle
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from test_stack_plugin import REPO_ROOT
+from upstream_run.train import free_port
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +43,7 @@ def dist_trained(tmp_path_factory: pytest.TempPathFactory, synthetic_dataset: Pa
     cmd += ["--cfg-options", *options]
     # As the README says: the env's python first on PATH (the script calls `python`), a free port.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    env = {**os.environ, "PATH": path, "PORT": str(_free_port())}
+    env = {**os.environ, "PATH": path, "PORT": str(free_port())}
     proc = subprocess.run(cmd, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=1200)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-6000:]
@@ -71,7 +65,7 @@ def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
 ) -> None:
     work, _ = dist_trained
     out = tmp_path / "eval"
-    cmd = [sys.executable, "-m", "upstream_env", "evaluate", str(work / "iter_1.pth")]
+    cmd = [sys.executable, "-m", "upstream_run", "evaluate", str(work / "iter_1.pth")]
     cmd += ["--data-root", str(synthetic_dataset), "--gpus", str(gpus), "--out", str(out)]
     cmd += ["--python", sys.executable]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}

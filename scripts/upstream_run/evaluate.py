@@ -19,9 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .mmcv_wheel import probe
-from .paths import ENV_DIR, ROOT, env_python
-from .train import CHECKOUT, CONFIGS, _free_port
+from upstream_env.mmcv_wheel import probe
+from upstream_env.paths import ENV_DIR, ROOT, env_python
+
+from .train import CHECKOUT, CONFIGS, free_port
 
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
 DEFAULT_CHECKPOINT = ROOT / "work_dirs" / "train_dali" / "latest.pth"
@@ -34,7 +35,7 @@ class EvaluateError(Exception):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="upstream_env evaluate", description=__doc__)
+    ap = argparse.ArgumentParser(prog="upstream_run evaluate", description=__doc__)
     ap.add_argument(
         "checkpoint", type=Path, nargs="?", default=DEFAULT_CHECKPOINT,
         help="checkpoint to evaluate (default: work_dirs/train_dali/latest.pth)",
@@ -92,7 +93,7 @@ def test_command(args: argparse.Namespace, config: Path, on_gpu: bool) -> list[s
     if args.gpus == 1 and not on_gpu:
         return [str(args.python), *script]
     launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]
-    launcher += ["--master_addr=127.0.0.1", f"--master_port={_free_port()}"]
+    launcher += ["--master_addr=127.0.0.1", f"--master_port={free_port()}"]
     return [*launcher, *script, "--launcher", "pytorch", "--tmpdir", str(args.out / ".collect")]
 
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             raise EvaluateError(f"tools/test.py failed (exit {code})")
         summary = read_metrics(args.out)
     except EvaluateError as exc:
-        print(f"upstream_env evaluate: {exc}", file=sys.stderr)
+        print(f"upstream_run evaluate: {exc}", file=sys.stderr)
         return 1
     print(f"\nevaluate: {args.checkpoint} with {config.name} on {args.ann_file}")
     print(format_metrics(summary))

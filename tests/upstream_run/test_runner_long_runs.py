@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from upstream_env.check_run import evaluation
-from upstream_env.slots import SlotLogError, differences, merge_segments, read_logs
-from upstream_env.train import parse_args, train_command
+from upstream_run.check_run import evaluation
+from upstream_run.slots import SlotLogError, differences, merge_segments, read_logs
+from upstream_run.train import parse_args, train_command
 
 
 def test_validate_evaluates_at_the_end_unless_an_interval_is_given(tmp_path: Path) -> None:

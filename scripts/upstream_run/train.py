@@ -2,10 +2,10 @@
 
 Runs `tools/train.py` of the applied checkout with a CPU smoke config (or any config), one process
 or `--gpus K` processes under torchrun (NCCL on GPUs, gloo on a CPU-only host), streams its log
-(one line per iteration: time, data_time, losses), then checks the run with `upstream_env.check_run`:
+(one line per iteration: time, data_time, losses), then checks the run with `upstream_run.check_run`:
 every logged loss finite, a checkpoint whose meta holds CLASSES, and with `--validate` a finite
 mAP/NDS from the upstream evaluation hook. With the DALI loader each rank also logs which (scene,
-frame) and draw every batch slot received; `upstream_env.slots` checks the split (over all segments
+frame) and draw every batch slot received; `upstream_run.slots` checks the split (over all segments
 of a resumed run). `--resume-from`/`--auto-resume` continue a run to `--iters` (the DALI loader
 continues its exact data stream; the PyTorch sampler restarts, as upstream). Exit status 0 only
 when everything holds.
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .paths import ENV_DIR, ROOT, env_python
+from upstream_env.paths import ENV_DIR, ROOT, env_python
 
 CHECKOUT = ROOT / "upstream" / "StreamPETR"
 CONFIGS = {
@@ -37,7 +37,7 @@ CONFIGS = {
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="upstream_env train", description=__doc__)
+    ap = argparse.ArgumentParser(prog="upstream_run train", description=__doc__)
     ap.add_argument("--loader", choices=sorted(CONFIGS), default="torch", help="training data loader")
     ap.add_argument("--iters", type=int, default=5, help="training iterations (default 5)")
     ap.add_argument(
@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -117,18 +117,18 @@ def train_command(args: argparse.Namespace) -> list[str]:
     if args.gpus == 1:
         return [str(args.python), *script]
     launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]
-    launcher += ["--master_addr=127.0.0.1", f"--master_port={_free_port()}"]
+    launcher += ["--master_addr=127.0.0.1", f"--master_port={free_port()}"]
     return [*launcher, *script, "--launcher", "pytorch"]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not (CHECKOUT / "tools" / "train.py").exists():
-        print(f"upstream_env train: {CHECKOUT} is not applied; run `nox -s apply`.", file=sys.stderr)
+        print(f"upstream_run train: {CHECKOUT} is not applied; run `nox -s apply`.", file=sys.stderr)
         return 2
     if not (args.data_root / "nuscenes2d_temporal_infos_train.pkl").exists():
         print(
-            f"upstream_env train: {args.data_root} has no nuscenes2d_temporal_infos_train.pkl",
+            f"upstream_run train: {args.data_root} has no nuscenes2d_temporal_infos_train.pkl",
             file=sys.stderr,
         )
         return 2
@@ -141,16 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
     code = subprocess.run(cmd, cwd=CHECKOUT, env=env).returncode
     if code != 0:
-        print(f"upstream_env train: tools/train.py failed (exit {code}).", file=sys.stderr)
+        print(f"upstream_run train: tools/train.py failed (exit {code}).", file=sys.stderr)
         return code
     scripts = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
     label = f"train_{args.loader}"
     work_dir = str(args.work_dir.resolve())
-    check = [str(args.python), "-m", "upstream_env.check_run", work_dir, str(args.iters), label]
+    check = [str(args.python), "-m", "upstream_run.check_run", work_dir, str(args.iters), label]
     check += ["--validated"] if args.validate else []
     code = subprocess.run(check, env=scripts).returncode
     if code == 0 and args.loader == "dali":
-        slots = [str(args.python), "-m", "upstream_env.slots", work_dir]
+        slots = [str(args.python), "-m", "upstream_run.slots", work_dir]
         slots += ["--replicate-dataset-per-gpu"] if args.replicate_dataset_per_gpu else []
         code = subprocess.run(slots, env=scripts).returncode
     return code

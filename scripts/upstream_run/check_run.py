@@ -1,5 +1,5 @@
 """Check a finished `tools/train.py` run:
-`python -m upstream_env.check_run WORK_DIR ITERS [LABEL] [--validated]`.
+`python -m upstream_run.check_run WORK_DIR ITERS [LABEL] [--validated]`.
 
 Runs in the upstream env (needs torch and mmcv). Reads the newest `*.log.json` mmcv's
 TextLoggerHook wrote (the last segment of a resumed run), fails on a missing iteration or a

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from upstream_env import create_data, evaluate
+from upstream_run import create_data, evaluate
 
 SUMMARY = {
     "mean_ap": 0.0123,

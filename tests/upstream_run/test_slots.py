@@ -7,13 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from upstream_env.slots import main, problems, read_logs
+from upstream_run.slots import main, problems, read_logs
 
 
 def write_logs(work_dir: Path, per_rank: dict[int, list[list[int]]]) -> dict[int, list[dict]]:
     """``per_rank``: rank -> per iteration, the data set index of every batch slot."""
     for rank, iterations in per_rank.items():
-        lines = [{"slots": [{"index": i, "scene": f"scene{i // 8}"} for i in slots]} for slots in iterations]
+        lines = [
+            {"iter": it, "rank": rank, "slots": [{"index": i, "scene": f"scene{i // 8}"} for i in slots]}
+            for it, slots in enumerate(iterations)
+        ]
         (work_dir / f"slots_rank{rank}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return read_logs(work_dir)
 

@@ -17,7 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .paths import ENV_DIR, env_python
+from upstream_env.paths import ENV_DIR, env_python
+
 from .train import CHECKOUT
 
 PREFIX = "nuscenes2d"
@@ -35,7 +36,7 @@ class CreateDataError(Exception):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="upstream_env create_data", description=__doc__)
+    ap = argparse.ArgumentParser(prog="upstream_run create_data", description=__doc__)
     ap.add_argument(
         "--root", type=Path, required=True, help="the nuScenes folder (v1.0-*/, samples/, sweeps/)"
     )
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             raise CreateDataError(f"the converter did not write {', '.join(missing)}")
     except CreateDataError as exc:
-        print(f"upstream_env create_data: {exc}", file=sys.stderr)
+        print(f"upstream_run create_data: {exc}", file=sys.stderr)
         return 1
     for path in outputs(args.out, args.version):
         print(f"create_data: {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -1,5 +1,5 @@
 """Check the per-rank slot logs of a DALI training run:
-`python -m upstream_env.slots WORK_DIR [--replicate-dataset-per-gpu]`.
+`python -m upstream_run.slots WORK_DIR [--replicate-dataset-per-gpu]`.
 
 Each rank writes `slots_rank<r>.jsonl` (one line per iteration: the scene, token, data set index,
 augmentation draw and image checksum every batch slot received); a resumed run appends to it, and
@@ -7,7 +7,7 @@ an iteration logged by two segments must be identical in both. By default the ra
 sequence groups, so their streams must be disjoint (no two slots of the global batch on the same
 frame in an iteration); with `replicate_dataset_per_gpu` every rank walks the whole data set, so
 (without `offset_order_per_rank`) all ranks receive the same stream.
-`python -m upstream_env.slots --compare DIR_A DIR_B` checks that two runs (e.g. straight and
+`python -m upstream_run.slots --compare DIR_A DIR_B` checks that two runs (e.g. straight and
 resumed) gave every slot the same frame, draw and pixels at every iteration.
 """
 
@@ -93,7 +93,7 @@ def problems(logs: dict[int, list[dict]], replicate_dataset_per_gpu: bool) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m upstream_env.slots", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m upstream_run.slots", description=__doc__)
     ap.add_argument("work_dir", type=Path, nargs="?", help="the run's work dir, holding slots_rank<r>.jsonl")
     ap.add_argument("--replicate-dataset-per-gpu", action="store_true", help="the run set this key")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("DIR_A", "DIR_B"), help="compare two runs")
