@@ -25,7 +25,8 @@ class SlotLogError(ValueError):
 
 def merge_segments(records: list[dict], path: Path) -> list[dict]:
     """One record per iteration, in order, from the records of all run segments. An iteration
-    logged twice (a resume repeats the checkpoint's iteration) must be identical both times."""
+    logged twice (a killed run logged it after its last checkpoint; the resumed run
+    runs it again) must be identical both times."""
     by_iter: dict[int, dict] = {}
     for record in records:
         seen = by_iter.setdefault(record["iter"], record)

@@ -15,6 +15,7 @@ Runs with the small (128x352) config and N=2 to keep the runs short.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -89,6 +90,10 @@ def test_one_process_resume_continues_the_exact_stream_and_validates(
     assert "auto-resume: no checkpoint in" in first
     second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume")
     assert f"auto-resume: resuming from {resumed / 'latest.pth'}" in second
+    # iter_N.pth resumes with iteration N+1: no iteration is trained (or logged) twice
+    assert f"Iter [{N + 1}/{2 * N}]" in second and f"Iter [{N}/{2 * N}]" not in second, second[-3000:]
+    lines = (resumed / "slots_rank0.jsonl").read_text().splitlines()
+    assert [json.loads(line)["iter"] for line in lines] == list(range(2 * N))
     assert "DALI loader: resumed the data stream at iteration" in second
     assert_same_stream(straight, resumed, iters=2 * N, ranks=1)
 
