@@ -12,8 +12,9 @@ import torch
 from .config import LoaderConfig, loader_config_from
 from .infos import Frame, load_frames
 from .pipeline import BadImageError, ImageSource, build_pipeline
-from .plan import BatchPlanner, frame_targets
+from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
+from .targets import read_record, split_geometry
 
 # StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
 COLLECT_KEYS = (
@@ -42,6 +43,14 @@ class DaliStreamLoader:
     nested lists ``gt_bboxes`` ((k, 4) float32; ``(0,)`` for a camera without 2D boxes in the info),
     ``gt_labels`` ((k,) int64), ``centers2d`` ((k, 2) float32), ``depths`` ((k,) float32); ``img_metas``
     B x 1 dicts; and ``dali`` (per sample: frame index, token, draw, bad cameras), which is ours.
+
+    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue and
+    the targets were computed beside them in the external source (in its worker process when
+    ``py_num_workers > 0``). ``img`` is DALI's own output buffer, not a copy; the tensor owns it
+    (DALI's dynamic executor never reuses a buffer that is still referenced), so every returned
+    tensor stays valid for as long as it is kept, across later ``next()`` calls and ``close()``.
+    With ``device_id`` set the images are a CUDA tensor on that GPU, written on the current
+    CUDA stream.
     """
 
     def __init__(
@@ -88,10 +97,10 @@ class DaliStreamLoader:
             source = ImageSource(self.cfg, self.sampler_args, self.seed, self.frames, self.iteration)
             self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
         try:
-            images, info = self._pipe.run()
+            images, info, geometry, annotations = self._pipe.run()
         except Exception as exc:
             raise self._diagnose(exc) from exc
-        batch = self._assemble(self.planner.plan(self.iteration), images, info)
+        batch = self._assemble(self.planner.plan(self.iteration), images, info, geometry, annotations)
         self.iteration += 1
         return batch
 
@@ -141,30 +150,38 @@ class DaliStreamLoader:
 
     # -- internals ---------------------------------------------------------------------------------
     def _to_torch(self, tensor_list) -> torch.Tensor:
-        if hasattr(tensor_list, "as_cpu") and self.cfg.device == "gpu":
-            from nvidia.dali.plugin.pytorch import feed_ndarray
+        """The batch of images as one torch tensor. Host memory: DALI's buffer itself (DLPack, no
+        copy; the tensor keeps it alive). GPU: one device copy into a tensor of torch's allocator,
+        on torch's current stream of that device, so the model's kernels are ordered after it."""
+        from nvidia.dali.tensors import TensorListCPU
 
-            dense = tensor_list.as_tensor()
-            out = torch.empty(dense.shape(), dtype=torch.float32, device=f"cuda:{self.device_id or 0}")
-            feed_ndarray(dense, out)
-            return out
-        return torch.from_numpy(np.array(tensor_list.as_tensor()))
+        dense = tensor_list.as_tensor()
+        if isinstance(tensor_list, TensorListCPU):
+            return torch.from_dlpack(dense)
+        from nvidia.dali.plugin.pytorch import feed_ndarray
 
-    def _assemble(self, plans, images, info) -> dict[str, Any]:
+        device = torch.device("cuda", self.device_id or 0)
+        out = torch.empty(dense.shape(), dtype=torch.float32, device=device)
+        feed_ndarray(dense, out, cuda_stream=torch.cuda.current_stream(device))
+        return out
+
+    def _assemble(self, plans, images, info, geometry, annotations) -> dict[str, Any]:
+        """Wrap the pipeline's outputs into the batch: views and small copies, no per-frame work."""
         B, N = len(plans), self.n_cams
         img = self._to_torch(images)
         img = img.reshape(B, 1, N, *img.shape[1:])
-        info = np.array(info.as_tensor()).reshape(B, N, 3)
-        per_sample = [frame_targets(self.frames[p.index], p.draw, self.cfg) for p in plans]
+        info = np.asarray(info.as_tensor()).reshape(B, N, 3)
+        collect = split_geometry(np.asarray(geometry.as_tensor()), B, N)
+        records = [read_record(annotations[b * N]) for b in range(B)]
         batch: dict[str, Any] = {"img": img}
         batch["prev_exists"] = torch.tensor([[float(p.prev_exists)] for p in plans], dtype=torch.float32)
         for key in COLLECT_KEYS:
-            batch[key] = torch.from_numpy(np.stack([t[key] for t in per_sample])[:, None])
+            batch[key] = torch.from_numpy(collect[key])
         for key in LIST_KEYS:
             if key in ("gt_bboxes_3d", "gt_labels_3d"):
-                batch[key] = [[torch.from_numpy(t[key])] for t in per_sample]
+                batch[key] = [[torch.from_numpy(r[key])] for r in records]
             else:
-                batch[key] = [[[torch.from_numpy(a) for a in t[key]]] for t in per_sample]
+                batch[key] = [[[torch.from_numpy(a) for a in r[key]]] for r in records]
         fH, fW = self.cfg.aug.final_dim
         pad_shape = (img.shape[-2], img.shape[-1], 3)
         batch["img_metas"] = []

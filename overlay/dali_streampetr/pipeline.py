@@ -1,4 +1,5 @@
-"""The DALI graph: encoded JPEGs + per-image parameters in, normalised CHW float32 images out.
+"""The DALI graph: encoded JPEGs + per-image parameters in, normalised CHW float32 images out, with
+the per-frame training targets (computed by the external source, :mod:`.targets`) passed through.
 
 Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
 cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
@@ -16,8 +17,9 @@ import numpy as np
 
 from .augment import AugDraw
 from .config import LoaderConfig
-from .plan import BatchPlanner
+from .plan import BatchPlanner, frame_targets
 from .sequences import StreamSampler
+from .targets import annotation_records, geometry_rows
 
 
 class BadImageError(RuntimeError):
@@ -98,11 +100,13 @@ def _black_jpeg(height: int, width: int) -> np.ndarray:
 
 class ImageSource:
     """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
-    planned frames' JPEGs and compute their decode/resample parameters. Picklable: the sampler is
-    rebuilt in the worker process."""
+    planned frames' JPEGs, compute their decode/resample parameters and the frames' training targets
+    (geometry and annotations, :mod:`.targets`). With ``py_num_workers > 0`` this runs in DALI's
+    worker process, off the training process. Picklable: the sampler is rebuilt in the worker."""
 
     def __init__(self, cfg: LoaderConfig, sampler_args: dict, seed: int, frames: list, start_iteration: int):
         self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
+        self.frames = frames
         self.files = [(f.token, f.cam_names, f.img_paths) for f in frames]
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
@@ -128,11 +132,15 @@ class ImageSource:
         return self._black, (self.cfg.aug.H, self.cfg.aug.W), False
 
     def __call__(self, batch_info) -> tuple[list[np.ndarray], ...]:
+        """Per image: encoded bytes, [decode start, decode shape,] ROI start, ROI end, output size,
+        flip, ``[H, W, ok]``, geometry row, annotation record (see :func:`build_pipeline`)."""
         iteration = batch_info if isinstance(batch_info, int) else batch_info.iteration
-        outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(8))
+        outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(10))
         for sample in self.planner.plan(self.start + iteration):
             token, cams, paths = self.files[sample.index]
-            for cam, path in zip(cams, paths, strict=True):
+            targets = frame_targets(self.frames[sample.index], sample.draw, self.cfg)
+            extra = zip(geometry_rows(targets), annotation_records(targets, len(cams)), strict=True)
+            for cam, path, (geometry, record) in zip(cams, paths, extra, strict=True):
                 data, (h, w), ok = self._read(token, cam, path)
                 p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
                 values = (
@@ -144,6 +152,8 @@ class ImageSource:
                     np.array(p.out_size, dtype=np.float32),
                     np.array(p.flip, dtype=np.int32),
                     np.array([h, w, ok], dtype=np.int32),
+                    geometry,
+                    record,
                 )
                 for out, value in zip(outs, values, strict=True):
                     out.append(value)
@@ -153,20 +163,27 @@ class ImageSource:
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
     """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
 
-    Returns a built pipeline with outputs ``(images CHW float32, info int32 [H, W, ok])``.
+    Returns a built pipeline with outputs ``(images CHW float32, info int32 [H, W, ok], geometry
+    float64, annotation records uint8)``, one sample per image. Images are on the GPU ``device_id``
+    when it is given (decoded there with ``device='gpu'``; copied there by DALI, ahead of time,
+    with ``device='cpu'``), else in host memory. The dynamic executor is forced: every output is a
+    buffer of its own, alive as long as something references it, so the loader hands them out
+    without a copy.
     """
     from nvidia.dali import fn, pipeline_def, types
 
     cfg = source.cfg
     fH, fW = cfg.aug.final_dim
     gpu = cfg.device == "gpu"
+    on_device = device_id is not None
     parallel = cfg.py_num_workers > 0
 
     @pipeline_def(
         batch_size=cfg.samples_per_gpu * n_cams,
         num_threads=cfg.num_threads,
-        device_id=device_id if gpu else None,
+        device_id=device_id,
         seed=seed,
+        exec_dynamic=True,
         prefetch_queue_depth=cfg.prefetch_queue_depth,
         py_num_workers=max(1, cfg.py_num_workers),
         py_start_method="spawn",
@@ -174,9 +191,9 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
     def graph():
         extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
         outs = fn.external_source(
-            source=source, num_outputs=8 if cfg.roi_decode else 6, batch=True, batch_info=True, **extra
+            source=source, num_outputs=10 if cfg.roi_decode else 8, batch=True, batch_info=True, **extra
         )
-        roi_start, roi_end, size, flip, info = outs[-5:]
+        roi_start, roi_end, size, flip, info, geometry, annotations = outs[-7:]
         decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
         if cfg.roi_decode:
             img = fn.decoders.image_slice(outs[0], outs[1], outs[2], axis_names="HW", **decoder)
@@ -196,7 +213,9 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
         )
         if fH % cfg.size_divisor or fW % cfg.size_divisor:
             img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
-        return img, info
+        if on_device and not gpu:
+            img = img.gpu()
+        return img, info, geometry, annotations
 
     pipe = graph()
     pipe.build()
