@@ -11,7 +11,7 @@ import torch
 
 from .config import LoaderConfig, loader_config_from
 from .infos import Frame, load_frames
-from .pipeline import BadImageError, ImageSource, build_pipeline
+from .pipeline import GEOMETRY, INFO, BadImageError, ImageSource, build_pipeline
 from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
 from .targets import read_record, split_geometry
@@ -97,10 +97,10 @@ class DaliStreamLoader:
             source = ImageSource(self.cfg, self.sampler_args, self.seed, self.frames, self.iteration)
             self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
         try:
-            images, info, geometry, annotations = self._pipe.run()
+            images, rows, records = self._pipe.run()
         except Exception as exc:
             raise self._diagnose(exc) from exc
-        batch = self._assemble(self.planner.plan(self.iteration), images, info, geometry, annotations)
+        batch = self._assemble(images, rows, records)
         self.iteration += 1
         return batch
 
@@ -165,29 +165,33 @@ class DaliStreamLoader:
         feed_ndarray(dense, out, cuda_stream=torch.cuda.current_stream(device))
         return out
 
-    def _assemble(self, plans, images, info, geometry, annotations) -> dict[str, Any]:
+    def _assemble(self, images, rows, records) -> dict[str, Any]:
         """Wrap the pipeline's outputs into the batch: views and small copies, no per-frame work."""
-        B, N = len(plans), self.n_cams
+        B, N = self.cfg.samples_per_gpu, self.n_cams
+        samples = [read_record(records[b * N]) for b in range(B)]  # annotations + plan per sample
+        if any(s["iteration"] != self.iteration for s in samples):
+            got = sorted({s["iteration"] for s in samples})
+            raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {self.iteration}")
         img = self._to_torch(images)
         img = img.reshape(B, 1, N, *img.shape[1:])
-        info = np.asarray(info.as_tensor()).reshape(B, N, 3)
-        collect = split_geometry(np.asarray(geometry.as_tensor()), B, N)
-        records = [read_record(annotations[b * N]) for b in range(B)]
+        rows = np.asarray(rows.as_tensor())
+        info = rows[:, INFO].astype(np.int64).reshape(B, N, 3)
+        collect = split_geometry(rows[:, GEOMETRY], B, N)
         batch: dict[str, Any] = {"img": img}
-        batch["prev_exists"] = torch.tensor([[float(p.prev_exists)] for p in plans], dtype=torch.float32)
+        batch["prev_exists"] = torch.tensor([[float(s["prev_exists"])] for s in samples], dtype=torch.float32)
         for key in COLLECT_KEYS:
             batch[key] = torch.from_numpy(collect[key])
         for key in LIST_KEYS:
             if key in ("gt_bboxes_3d", "gt_labels_3d"):
-                batch[key] = [[torch.from_numpy(r[key])] for r in records]
+                batch[key] = [[torch.from_numpy(s[key])] for s in samples]
             else:
-                batch[key] = [[[torch.from_numpy(a) for a in r[key]]] for r in records]
+                batch[key] = [[[torch.from_numpy(a) for a in s[key]]] for s in samples]
         fH, fW = self.cfg.aug.final_dim
         pad_shape = (img.shape[-2], img.shape[-1], 3)
         batch["img_metas"] = []
         batch["dali"] = []
-        for b, plan in enumerate(plans):
-            frame = self.frames[plan.index]
+        for b, sample in enumerate(samples):
+            frame = self.frames[sample["index"]]
             h, w = int(info[b, 0, 0]), int(info[b, 0, 1])
             batch["img_metas"].append(
                 [
@@ -209,7 +213,7 @@ class DaliStreamLoader:
             bad = [frame.cam_names[c] for c in range(N) if not info[b, c, 2]]
             self.bad_images += len(bad)
             batch["dali"].append(
-                {"index": plan.index, "token": frame.token, "draw": plan.draw, "bad_cameras": bad}
+                {"index": sample["index"], "token": frame.token, "draw": sample["draw"], "bad_cameras": bad}
             )
         return batch
 

@@ -19,7 +19,14 @@ from .augment import AugDraw
 from .config import LoaderConfig
 from .plan import BatchPlanner, frame_targets
 from .sequences import StreamSampler
-from .targets import annotation_records, geometry_rows
+from .targets import GEOMETRY_WIDTH, annotation_records, geometry_rows
+
+# The external source's per-image parameter row (float64 holds every int32 and float32 value
+# exactly): where to decode and resample, the source image's [H, W, ok], then its geometry row
+# (:mod:`.targets`). One row instead of eight small arrays keeps the per-batch hand-over to DALI short.
+DECODE_START, DECODE_SHAPE, ROI_START, ROI_END, OUT_SIZE = (slice(i, i + 2) for i in range(0, 10, 2))
+FLIP, INFO, GEOMETRY = 10, slice(11, 14), slice(14, 14 + GEOMETRY_WIDTH)
+ROW_WIDTH = 14 + GEOMETRY_WIDTH
 
 
 class BadImageError(RuntimeError):
@@ -131,44 +138,40 @@ class ImageSource:
             self._black = _black_jpeg(self.cfg.aug.H, self.cfg.aug.W)
         return self._black, (self.cfg.aug.H, self.cfg.aug.W), False
 
-    def __call__(self, batch_info) -> tuple[list[np.ndarray], ...]:
-        """Per image: encoded bytes, [decode start, decode shape,] ROI start, ROI end, output size,
-        flip, ``[H, W, ok]``, geometry row, annotation record (see :func:`build_pipeline`)."""
-        iteration = batch_info if isinstance(batch_info, int) else batch_info.iteration
-        outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(10))
-        for sample in self.planner.plan(self.start + iteration):
+    def __call__(self, batch_info) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Per image: the encoded bytes, the parameter row (``DECODE_START`` ... ``GEOMETRY``) and the
+        annotation record (:func:`.targets.annotation_records`: the sample's, in its first camera)."""
+        iteration = self.start + (batch_info if isinstance(batch_info, int) else batch_info.iteration)
+        encoded, rows, records = [], [], []
+        for sample in self.planner.plan(iteration):
             token, cams, paths = self.files[sample.index]
             targets = frame_targets(self.frames[sample.index], sample.draw, self.cfg)
-            extra = zip(geometry_rows(targets), annotation_records(targets, len(cams)), strict=True)
-            for cam, path, (geometry, record) in zip(cams, paths, extra, strict=True):
+            plan = {"iteration": iteration, "index": sample.index, "prev_exists": sample.prev_exists,
+                    "draw": sample.draw}  # fmt: skip
+            for cam, path, geometry in zip(cams, paths, geometry_rows(targets), strict=True):
                 data, (h, w), ok = self._read(token, cam, path)
                 p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
-                values = (
-                    data,
-                    np.array(p.decode_start, dtype=np.int32),
-                    np.array(p.decode_shape, dtype=np.int32),
-                    np.array(p.roi_start, dtype=np.float32),
-                    np.array(p.roi_end, dtype=np.float32),
-                    np.array(p.out_size, dtype=np.float32),
-                    np.array(p.flip, dtype=np.int32),
-                    np.array([h, w, ok], dtype=np.int32),
-                    geometry,
-                    record,
-                )
-                for out, value in zip(outs, values, strict=True):
-                    out.append(value)
-        return outs if self.cfg.roi_decode else (outs[0], *outs[3:])
+                row = np.empty(ROW_WIDTH, dtype=np.float64)
+                row[DECODE_START], row[DECODE_SHAPE] = p.decode_start, p.decode_shape
+                row[ROI_START] = np.array(p.roi_start, dtype=np.float32)
+                row[ROI_END] = np.array(p.roi_end, dtype=np.float32)
+                row[OUT_SIZE] = np.array(p.out_size, dtype=np.float32)
+                row[FLIP], row[INFO], row[GEOMETRY] = p.flip, (h, w, ok), geometry
+                encoded.append(data)
+                rows.append(row)
+            records += annotation_records(targets, len(cams), plan)
+        return encoded, rows, records
 
 
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
     """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
 
-    Returns a built pipeline with outputs ``(images CHW float32, info int32 [H, W, ok], geometry
-    float64, annotation records uint8)``, one sample per image. Images are on the GPU ``device_id``
-    when it is given (decoded there with ``device='gpu'``; copied there by DALI, ahead of time,
-    with ``device='cpu'``), else in host memory. The dynamic executor is forced: every output is a
-    buffer of its own, alive as long as something references it, so the loader hands them out
-    without a copy.
+    Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
+    records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
+    Images are on the GPU ``device_id`` when it is given (decoded there with ``device='gpu'``;
+    copied there by DALI, ahead of time, with ``device='cpu'``), else in host memory. The dynamic
+    executor is forced: every output is a buffer of its own, alive as long as something references
+    it, so the loader hands them out without a copy.
     """
     from nvidia.dali import fn, pipeline_def, types
 
@@ -190,32 +193,42 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
     )
     def graph():
         extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
-        outs = fn.external_source(
-            source=source, num_outputs=10 if cfg.roi_decode else 8, batch=True, batch_info=True, **extra
+        encoded, rows, records = fn.external_source(
+            source=source, num_outputs=3, batch=True, batch_info=True, **extra
         )
-        roi_start, roi_end, size, flip, info, geometry, annotations = outs[-7:]
+
+        def field(part: slice | int, dtype):
+            index = part if isinstance(part, int) else slice(part.start, part.stop)
+            return fn.cast(rows[index], dtype=dtype)
+
         decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
         if cfg.roi_decode:
-            img = fn.decoders.image_slice(outs[0], outs[1], outs[2], axis_names="HW", **decoder)
+            start, shape = field(DECODE_START, types.INT32), field(DECODE_SHAPE, types.INT32)
+            img = fn.decoders.image_slice(encoded, start, shape, axis_names="HW", **decoder)
         else:
-            img = fn.decoders.image(outs[0], **decoder)
+            img = fn.decoders.image(encoded, **decoder)
         img = fn.resize(
             img,
-            size=size,
-            roi_start=roi_start,
-            roi_end=roi_end,
+            size=field(OUT_SIZE, types.FLOAT),
+            roi_start=field(ROI_START, types.FLOAT),
+            roi_end=field(ROI_END, types.FLOAT),
             interp_type=types.INTERP_CUBIC,
             antialias=True,
         )
         img = fn.pad(img, axis_names="HW", shape=[fH, fW])
         img = fn.crop_mirror_normalize(
-            img, mirror=flip, mean=list(cfg.mean), std=list(cfg.std), output_layout="CHW", dtype=types.FLOAT
+            img,
+            mirror=field(FLIP, types.INT32),
+            mean=list(cfg.mean),
+            std=list(cfg.std),
+            output_layout="CHW",
+            dtype=types.FLOAT,
         )
         if fH % cfg.size_divisor or fW % cfg.size_divisor:
             img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
         if on_device and not gpu:
             img = img.gpu()
-        return img, info, geometry, annotations
+        return img, rows, records
 
     pipe = graph()
     pipe.build()

@@ -1,19 +1,21 @@
 """The per-frame training targets as extra DALI outputs: computed in the external-source worker
 process, handed to the training thread ready to wrap.
 
-Two outputs per camera image travel beside the pixels (the external source is per image, so a
-sample's own values sit in its cameras' rows):
+Two things per camera image travel beside the pixels through DALI (the external source is per
+image, so a sample's own values sit in its cameras' slots):
 
-- ``geometry``: float64 ``(GEOMETRY_WIDTH,)`` per image, fixed shape, dense over the batch:
-  ``lidar2img``, ``intrinsics``, ``extrinsics`` of that camera, the sample's ``ego_pose`` and
-  ``ego_pose_inv`` (16 values each, row-major), the camera's ``img_timestamp`` and the sample's
-  ``timestamp``. The matrices are float32 values, which float64 holds exactly, so the round trip
-  is bit for bit.
-- ``annotations``: uint8, variable length: the sample's 3D and 2D annotations as one pickle record
-  (protocol 5) in the row of its first camera, empty in the other rows. The record keeps every
-  array's dtype and shape as :func:`.plan.frame_targets` made it (upstream's ``(0,)`` arrays of a
-  camera without 2D boxes, float64 labels of a frame without boxes). It is written by this
-  package's own worker process and read back by the same loader, never from a file.
+- ``geometry``: float64 ``(GEOMETRY_WIDTH,)`` per image, fixed shape (part of the pipeline's
+  parameter row, :data:`.pipeline.GEOMETRY`): ``lidar2img``, ``intrinsics``, ``extrinsics`` of that
+  camera, the sample's ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's
+  ``img_timestamp`` and the sample's ``timestamp``. The matrices are float32 values, which float64
+  holds exactly, so the round trip is bit for bit.
+- ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
+  (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
+  camera, empty in the other slots. The record keeps every array's dtype and shape as
+  :func:`.plan.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
+  float64 labels of a frame without boxes). Protocol 4: every array comes back as its own writable
+  copy (protocol 5 lets empty arrays share one buffer). It is written by this package's own worker
+  process and read back by the same loader, never from a file.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ def geometry_rows(targets: dict[str, Any]) -> np.ndarray:
     return rows
 
 
-def annotation_records(targets: dict[str, Any], n_cams: int) -> list[np.ndarray]:
-    """One uint8 array per camera: the sample's annotation record first, then empty arrays."""
-    record = pickle.dumps({k: targets[k] for k in ANNOTATION_KEYS}, protocol=5)
+def annotation_records(targets: dict[str, Any], n_cams: int, plan: dict[str, Any]) -> list[np.ndarray]:
+    """One uint8 array per camera: the sample's record first (its annotations and ``plan``: the
+    iteration, frame index, ``prev_exists`` and draw it was made for), then empty arrays."""
+    record = pickle.dumps({**plan, **{k: targets[k] for k in ANNOTATION_KEYS}}, protocol=4)
     return [np.frombuffer(record, dtype=np.uint8), *([_EMPTY] * (n_cams - 1))]
 
 
