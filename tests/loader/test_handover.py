@@ -4,6 +4,7 @@ for bit as the in-process computation makes them, images come without a copy and
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,9 +42,21 @@ def expected_batch(loader, iteration: int) -> dict:
     return out
 
 
-@pytest.mark.parametrize("workers", [1, 0])
-def test_worker_targets_equal_in_process_targets(tiny_root, workers):
+@pytest.mark.parametrize("workers,start", [(1, "fork"), (1, "spawn"), (0, "none")])
+def test_worker_targets_equal_in_process_targets(tiny_root, workers, start, monkeypatch):
+    """Forked worker (no CUDA in the process), spawned worker (CUDA initialised: DALI refuses to
+    fork, faked here) and no worker give the targets of the in-process computation."""
+    from nvidia.dali import backend
+
+    monkeypatch.setattr(backend, "IsDriverInitialized", lambda: start == "spawn")
     with build_loader(tiny_config(py_num_workers=workers), tiny_root, seed=3) as loader:
+        next(loader)
+        if workers:  # a spawned worker runs multiprocessing's spawn_main, a forked one our command line
+            (pid,) = loader._pipe._py_pool.pids()
+            spawned = "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
+            assert spawned == (start == "spawn")
+        loader.close()
+        loader.iteration = 0
         for iteration in range(4):
             batch, want = next(loader), expected_batch(loader, iteration)
             torch.save(batch, io.BytesIO())  # no two tensors alias one buffer as different dtypes
