@@ -142,3 +142,13 @@ def test_annotation_record_keeps_dtypes_and_odd_shapes():
             assert got.dtype == exp.dtype and got.shape == exp.shape and np.array_equal(got, exp), key
             assert got.flags.writeable, key  # the model may edit its targets in place
     assert back["iteration"] == 4
+
+
+def test_a_batch_of_another_iteration_is_refused(tiny_root):
+    """Every sample record names its iteration: pixels and targets of one iteration are never
+    handed over as another's (here a batch is taken from the pipeline behind the loader's back)."""
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=2) as loader:
+        next(loader)
+        loader._pipe.run()  # iteration 1 consumed out of band
+        with pytest.raises(RuntimeError, match=r"delivered iteration \[2\] as iteration 1"):
+            next(loader)
