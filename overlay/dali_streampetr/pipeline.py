@@ -204,8 +204,8 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
         )
 
         def field(part: slice | int, dtype):
-            index = part if isinstance(part, int) else slice(part.start, part.stop)
-            return fn.cast(rows[index], dtype=dtype)
+            """A part of the parameter row (an element or a slice), cast for the operator."""
+            return fn.cast(rows[part], dtype=dtype)
 
         decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
         if cfg.roi_decode:
