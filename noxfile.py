@@ -73,6 +73,13 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def tests_gpu(session: nox.Session) -> None:
+    """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; without a GPU it skips with one line."""
+    python = upstream_python(session)
+    session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
+
+
+@nox.session
 def fetch(session: nox.Session) -> None:
     """Fill the local upstream cache from the pinned URLs, or from a mirror (`-- --from <path-or-url>`)."""
     run_tool(session, sys.executable, "overlaytool", "fetch", *session.posargs)

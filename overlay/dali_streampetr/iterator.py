@@ -13,9 +13,10 @@ import torch
 from .bad_images import BadImageLedger, UndecodableImageError, undecodable, worker_error
 from .config import LoaderConfig, loader_config_from
 from .infos import Frame, load_frames
-from .pipeline import ImageSource, build_pipeline
-from .plan import BatchPlanner, frame_targets
+from .pipeline import GEOMETRY, INFO, ImageSource, build_pipeline
+from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
+from .targets import read_record, split_geometry
 from .validate import require_cuda
 from .watchdog import LoaderFaultError, PipelineWatchdog, worker_processes
 
@@ -46,6 +47,14 @@ class DaliStreamLoader:
     nested lists ``gt_bboxes`` ((k, 4) float32; ``(0,)`` for a camera without 2D boxes in the info),
     ``gt_labels`` ((k,) int64), ``centers2d`` ((k, 2) float32), ``depths`` ((k,) float32); ``img_metas``
     B x 1 dicts; and ``dali`` (per sample: frame index, token, draw, bad cameras), which is ours.
+
+    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue and
+    the targets were computed beside them in the external source (in its worker process when
+    ``py_num_workers > 0``). ``img`` is DALI's own output buffer, not a copy; the tensor owns it
+    (DALI's dynamic executor never reuses a buffer that is still referenced), so every returned
+    tensor stays valid for as long as it is kept, across later ``next()`` calls and ``close()``.
+    With ``device_id`` set the images are a CUDA tensor on that GPU, written on the current
+    CUDA stream.
 
     Faults: ``next()`` never waits longer than ``batch_timeout_s`` (a dead worker raises at once);
     after any error the pipeline is discarded and the next ``next()`` rebuilds it at the failed
@@ -108,7 +117,7 @@ class DaliStreamLoader:
             if self._pipe is None:
                 self._build()
             try:
-                images, info = self._watchdog.run(self.iteration)
+                images, rows, records = self._watchdog.run(self.iteration)
             except Exception as exc:
                 self._discard()
                 error = self._diagnose(exc)
@@ -119,7 +128,7 @@ class DaliStreamLoader:
                     continue
                 raise error from exc
             try:
-                batch = self._assemble(self.planner.plan(self.iteration), images, info)
+                batch = self._assemble(images, rows, records)
                 self.skipped.record(batch, self.frames, self.logger)
             except Exception:
                 self._discard()  # the pipeline is one batch ahead now: rebuild on retry
@@ -207,37 +216,50 @@ class DaliStreamLoader:
 
     # -- internals ---------------------------------------------------------------------------------
     def _to_torch(self, tensor_list) -> torch.Tensor:
-        if hasattr(tensor_list, "as_cpu") and self.cfg.device == "gpu":
-            from nvidia.dali.plugin.pytorch import feed_ndarray
+        """The batch of images as one torch tensor. Host memory: DALI's buffer itself (DLPack, no
+        copy; the tensor keeps it alive). GPU: one device copy into a tensor of torch's allocator,
+        on torch's current stream of that device, so the model's kernels are ordered after it."""
+        from nvidia.dali.tensors import TensorListCPU
 
-            dense = tensor_list.as_tensor()
-            out = torch.empty(dense.shape(), dtype=torch.float32, device=f"cuda:{self.device_id or 0}")
-            feed_ndarray(dense, out)
-            return out
-        return torch.from_numpy(np.array(tensor_list.as_tensor()))
+        dense = tensor_list.as_tensor()
+        if isinstance(tensor_list, TensorListCPU):
+            return torch.from_dlpack(dense)
+        from nvidia.dali.plugin.pytorch import feed_ndarray
 
-    def _assemble(self, plans, images, info) -> dict[str, Any]:
-        B, N = len(plans), self.n_cams
+        device = torch.device("cuda", self.device_id or 0)
+        out = torch.empty(dense.shape(), dtype=torch.float32, device=device)
+        feed_ndarray(dense, out, cuda_stream=torch.cuda.current_stream(device))
+        return out
+
+    def _assemble(self, images, rows, records) -> dict[str, Any]:
+        """Wrap the pipeline's outputs into the batch: views and small copies, no per-frame work."""
+        B, N = self.cfg.samples_per_gpu, self.n_cams
+        samples = [read_record(records[b * N]) for b in range(B)]  # annotations + plan per sample
+        if any(s["iteration"] != self.iteration for s in samples):
+            got = sorted({s["iteration"] for s in samples})
+            raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {self.iteration}")
         img = self._to_torch(images)
         img = img.reshape(B, 1, N, *img.shape[1:])
-        info = np.array(info.as_tensor()).reshape(B, N, 3)
-        per_sample = [frame_targets(self.frames[p.index], p.draw, self.cfg) for p in plans]
+        rows = np.asarray(rows.as_tensor())
+        info = rows[:, INFO].astype(np.int64).reshape(B, N, 3)
+        collect = split_geometry(rows[:, GEOMETRY], B, N)
         batch: dict[str, Any] = {"img": img}
-        batch["prev_exists"] = torch.tensor([[float(p.prev_exists)] for p in plans], dtype=torch.float32)
+        batch["prev_exists"] = torch.tensor([[float(s["prev_exists"])] for s in samples], dtype=torch.float32)
         for key in COLLECT_KEYS:
-            batch[key] = torch.from_numpy(np.stack([t[key] for t in per_sample])[:, None])
+            batch[key] = torch.from_numpy(collect[key])
         for key in LIST_KEYS:
             if key in ("gt_bboxes_3d", "gt_labels_3d"):
-                batch[key] = [[torch.from_numpy(t[key])] for t in per_sample]
+                batch[key] = [[torch.from_numpy(s[key])] for s in samples]
             else:
-                batch[key] = [[[torch.from_numpy(a) for a in t[key]]] for t in per_sample]
+                batch[key] = [[[torch.from_numpy(a) for a in s[key]]] for s in samples]
         fH, fW = self.cfg.aug.final_dim
         pad_shape = (img.shape[-2], img.shape[-1], 3)
         batch["img_metas"] = []
         batch["dali"] = []
-        for b, plan in enumerate(plans):
-            frame = self.frames[plan.index]
-            h, w = int(info[b, 0, 0]), int(info[b, 0, 1])
+        for b, sample in enumerate(samples):
+            frame = self.frames[sample["index"]]
+            shown = next((c for c in range(N) if info[b, c, 2]), 0)  # a skipped camera has the config's size
+            h, w = int(info[b, shown, 0]), int(info[b, shown, 1])
             batch["img_metas"].append(
                 [
                     {
@@ -257,7 +279,7 @@ class DaliStreamLoader:
             )
             bad = [frame.cam_names[c] for c in range(N) if not info[b, c, 2]]
             batch["dali"].append(
-                {"index": plan.index, "token": frame.token, "draw": plan.draw, "bad_cameras": bad}
+                {"index": sample["index"], "token": frame.token, "draw": sample["draw"], "bad_cameras": bad}
             )
         return batch
 

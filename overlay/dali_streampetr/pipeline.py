@@ -1,4 +1,5 @@
-"""The DALI graph: encoded images + per-image parameters in, normalised CHW float32 images out.
+"""The DALI graph: encoded images + per-image parameters in, normalised CHW float32 images out, with
+the per-frame training targets (computed by the external source, :mod:`.targets`) passed through.
 
 Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
 cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
@@ -16,8 +17,16 @@ import numpy as np
 
 from .augment import AugDraw
 from .config import LoaderConfig
-from .plan import BatchPlanner
+from .plan import BatchPlanner, frame_targets
 from .sequences import StreamSampler
+from .targets import GEOMETRY_WIDTH, annotation_records, geometry_rows
+
+# The external source's per-image parameter row (float64 holds every int32 and float32 value
+# exactly): where to decode and resample, the source image's [H, W, ok], then its geometry row
+# (:mod:`.targets`). One row instead of eight small arrays keeps the per-batch hand-over to DALI short.
+DECODE_START, DECODE_SHAPE, ROI_START, ROI_END, OUT_SIZE = (slice(i, i + 2) for i in range(0, 10, 2))
+FLIP, INFO, GEOMETRY = 10, slice(11, 14), slice(14, 14 + GEOMETRY_WIDTH)
+ROW_WIDTH = 14 + GEOMETRY_WIDTH
 
 
 class BadImageError(RuntimeError):
@@ -143,9 +152,10 @@ def _black_jpeg(height: int, width: int) -> np.ndarray:
 
 class ImageSource:
     """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
-    planned frames' encoded images and compute their decode/resample parameters. Picklable: the
-    sampler is rebuilt in the worker process. ``replaced``: paths known to be undecodable, served as a
-    black image (``on_bad_image='skip'``)."""
+    planned frames' encoded images, compute their decode/resample parameters and the frames' training
+    targets (geometry and annotations, :mod:`.targets`). With ``py_num_workers > 0`` this runs in
+    DALI's worker process, off the training process. Picklable: the sampler is rebuilt in the worker.
+    ``replaced``: paths known to be undecodable, served as a black image (``on_bad_image='skip'``)."""
 
     def __init__(
         self,
@@ -158,6 +168,7 @@ class ImageSource:
     ):
         self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
         self.replaced = replaced
+        self.frames = frames
         self.files = [(f.token, f.cam_names, f.img_paths) for f in frames]
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
@@ -184,77 +195,104 @@ class ImageSource:
             self._black = _black_jpeg(self.cfg.aug.H, self.cfg.aug.W)
         return self._black, (self.cfg.aug.H, self.cfg.aug.W), False
 
-    def __call__(self, batch_info) -> tuple[list[np.ndarray], ...]:
-        iteration = batch_info if isinstance(batch_info, int) else batch_info.iteration
-        outs: tuple[list[np.ndarray], ...] = tuple([] for _ in range(8))
-        for sample in self.planner.plan(self.start + iteration):
+    def __call__(self, batch_info) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Per image: the encoded bytes, the parameter row (``DECODE_START`` ... ``GEOMETRY``) and the
+        annotation record (:func:`.targets.annotation_records`: the sample's, in its first camera)."""
+        iteration = self.start + (batch_info if isinstance(batch_info, int) else batch_info.iteration)
+        encoded, rows, records = [], [], []
+        for sample in self.planner.plan(iteration):
             token, cams, paths = self.files[sample.index]
             reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
             check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
-            for data, (h, w), ok in reads:
+            targets = frame_targets(self.frames[sample.index], sample.draw, self.cfg)
+            plan = {"iteration": iteration, "index": sample.index, "prev_exists": sample.prev_exists,
+                    "draw": sample.draw}  # fmt: skip
+            for (data, (h, w), ok), geometry in zip(reads, geometry_rows(targets), strict=True):
                 p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
-                values = (
-                    data,
-                    np.array(p.decode_start, dtype=np.int32),
-                    np.array(p.decode_shape, dtype=np.int32),
-                    np.array(p.roi_start, dtype=np.float32),
-                    np.array(p.roi_end, dtype=np.float32),
-                    np.array(p.out_size, dtype=np.float32),
-                    np.array(p.flip, dtype=np.int32),
-                    np.array([h, w, ok], dtype=np.int32),
-                )
-                for out, value in zip(outs, values, strict=True):
-                    out.append(value)
-        return outs if self.cfg.roi_decode else (outs[0], *outs[3:])
+                row = np.empty(ROW_WIDTH, dtype=np.float64)
+                row[DECODE_START], row[DECODE_SHAPE] = p.decode_start, p.decode_shape
+                row[ROI_START] = np.array(p.roi_start, dtype=np.float32)
+                row[ROI_END] = np.array(p.roi_end, dtype=np.float32)
+                row[OUT_SIZE] = np.array(p.out_size, dtype=np.float32)
+                row[FLIP], row[INFO], row[GEOMETRY] = p.flip, (h, w, ok), geometry
+                encoded.append(data)
+                rows.append(row)
+            records += annotation_records(targets, len(cams), plan)
+        return encoded, rows, records
 
 
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
     """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
 
-    Returns a built pipeline with outputs ``(images CHW float32, info int32 [H, W, ok])``.
+    Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
+    records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
+    Images are on the GPU ``device_id`` when it is given (decoded there with ``device='gpu'``;
+    copied there by DALI, ahead of time, with ``device='cpu'``), else in host memory. The dynamic
+    executor is forced: every output is a buffer of its own, alive as long as something references
+    it, so the loader hands them out without a copy.
+
+    The external-source worker is forked while no CUDA context exists in this process: it shares the
+    loader's memory (frames, imported modules) instead of importing torch and DALI a second time
+    (150-400 MB less). DALI refuses to fork once CUDA is initialised (a GPU model built first);
+    then the worker is spawned.
     """
-    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali import backend, fn, pipeline_def, types
 
     cfg = source.cfg
     fH, fW = cfg.aug.final_dim
     gpu = cfg.device == "gpu"
+    on_device = device_id is not None
     parallel = cfg.py_num_workers > 0
+    fork = parallel and not backend.IsDriverInitialized()
 
     @pipeline_def(
         batch_size=cfg.samples_per_gpu * n_cams,
         num_threads=cfg.num_threads,
-        device_id=device_id if gpu else None,
+        device_id=device_id,
         seed=seed,
+        exec_dynamic=True,
         prefetch_queue_depth=cfg.prefetch_queue_depth,
         py_num_workers=max(1, cfg.py_num_workers),
-        py_start_method="spawn",
+        py_start_method="fork" if fork else "spawn",
     )
     def graph():
         extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
-        outs = fn.external_source(
-            source=source, num_outputs=8 if cfg.roi_decode else 6, batch=True, batch_info=True, **extra
+        encoded, rows, records = fn.external_source(
+            source=source, num_outputs=3, batch=True, batch_info=True, **extra
         )
-        roi_start, roi_end, size, flip, info = outs[-5:]
+
+        def field(part: slice | int, dtype):
+            """A part of the parameter row (an element or a slice), cast for the operator."""
+            return fn.cast(rows[part], dtype=dtype)
+
         decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
         if cfg.roi_decode:
-            img = fn.decoders.image_slice(outs[0], outs[1], outs[2], axis_names="HW", **decoder)
+            start, shape = field(DECODE_START, types.INT32), field(DECODE_SHAPE, types.INT32)
+            img = fn.decoders.image_slice(encoded, start, shape, axis_names="HW", **decoder)
         else:
-            img = fn.decoders.image(outs[0], **decoder)
+            img = fn.decoders.image(encoded, **decoder)
         img = fn.resize(
             img,
-            size=size,
-            roi_start=roi_start,
-            roi_end=roi_end,
+            size=field(OUT_SIZE, types.FLOAT),
+            roi_start=field(ROI_START, types.FLOAT),
+            roi_end=field(ROI_END, types.FLOAT),
             interp_type=types.INTERP_CUBIC,
             antialias=True,
         )
         img = fn.pad(img, axis_names="HW", shape=[fH, fW])
         img = fn.crop_mirror_normalize(
-            img, mirror=flip, mean=list(cfg.mean), std=list(cfg.std), output_layout="CHW", dtype=types.FLOAT
+            img,
+            mirror=field(FLIP, types.INT32),
+            mean=list(cfg.mean),
+            std=list(cfg.std),
+            output_layout="CHW",
+            dtype=types.FLOAT,
         )
         if fH % cfg.size_divisor or fW % cfg.size_divisor:
             img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
-        return img, info
+        if on_device and not gpu:
+            img = img.gpu()
+        return img, rows, records
 
     pipe = graph()
     pipe.build()

@@ -54,11 +54,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--dali", action="append", default=[], metavar="KEY=VALUE",
         help="DALI loader override for every DALI configuration (e.g. roi_decode=False); repeatable",
     )  # fmt: skip
+    ap.add_argument("--step-s", type=float, default=1.0, help="model step before each timed next() (1.0 s)")
+    ap.add_argument(
+        "--handover-calls", type=int, default=8,
+        help="timed next() calls after a model step, per configuration (default 8; 0: skip)",
+    )  # fmt: skip
     ap.add_argument("--stall", action="store_true", help="also the loader-stall measurement (see stall)")
-    ap.add_argument("--stall-iters", type=int, default=6, help="training iterations per stall run")
+    ap.add_argument("--stall-iters", type=int, default=20, help="training iterations per stall run (20)")
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.batches < 1:
         ap.error("--batches and --repeats must be >= 1")
+    if args.step_s < 0 or args.handover_calls < 0:
+        ap.error("--step-s and --handover-calls must be >= 0")
     return args
 
 
@@ -137,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             "warmup": args.warmup if case.profile == "r50" else min(args.warmup, 2),
             "batches": batches_for(case.profile, args.batches),
             "repeats": args.repeats,
+            "step_s": args.step_s,
+            "handover_calls": args.handover_calls,
             "overrides": overrides if case.loader == "dali" else {},
         }
         t0 = time.perf_counter()
@@ -146,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             res["summary"] = report.summarise_case(res)
             s = res["summary"]
             msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
+            if s.get("handover_ms") is not None:
+                msg += f"  next() after a step {s['handover_ms']:.1f} ms"
         else:
             msg = "FAILED " + res["error"]
         print(f"  {case.name:24s} {msg}  ({time.perf_counter() - t0:.0f} s)", flush=True)

@@ -27,12 +27,17 @@ def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np
     """``(jpegs, decode_starts, decode_shapes)`` of the loader's first ``count`` iterations."""
     from dali_streampetr.config import loader_config_from
     from dali_streampetr.iterator import DaliStreamLoader
-    from dali_streampetr.pipeline import ImageSource
+    from dali_streampetr.pipeline import DECODE_SHAPE, DECODE_START, ImageSource
 
     lcfg = loader_config_from(cfg, roi_decode=True)
     loader = DaliStreamLoader(lcfg, data_root, rank=0, world_size=1, seed=0)
     source = ImageSource(lcfg, loader.sampler_args, 0, loader.frames, 0)
-    return [source(i)[:3] for i in range(count)]
+    out = []
+    for i in range(count):
+        jpegs, rows, _ = source(i)
+        starts = [r[DECODE_START].astype(np.int32) for r in rows]
+        out.append((jpegs, starts, [r[DECODE_SHAPE].astype(np.int32) for r in rows]))
+    return out
 
 
 def decode_pipeline(batches: list[tuple[list[np.ndarray], ...]], threads: int, roi: bool, to_rgb: bool):

@@ -7,7 +7,22 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-TARGETS = {"speed_per_core": 3.0, "cpu_per_sample": 1 / 3, "vs_roi_floor": 1.5}
+TARGETS = {
+    "speed_per_core": 3.0,  # samples/s vs the fastest torch configuration of equal cores: at least
+    "cpu_per_sample": 1 / 3,  # CPU-s per sample vs that configuration: at most
+    "vs_roi_floor": 1.5,  # ms/batch vs the region-of-interest decode floor: at most
+    "handover": 1 / 4,  # training-thread ms/batch vs the best torch configuration of equal cores: at most
+    "pss_vs_torch_w2": 1.0,  # peak PSS vs the DataLoader with 2 workers: at most
+}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile ``q`` in [0, 100] (numpy's default method)."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:
@@ -17,7 +32,12 @@ def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:
     cpu = [c / n for c in raw["repeat_cpu_s"]]
     med_ms, med_cpu = statistics.median(ms), statistics.median(cpu)
     sps = spb / (med_ms / 1e3)
+    hand = [t * 1e3 for t in raw.get("handover_s") or []]
     return {
+        "handover_ms": statistics.median(hand) if hand else None,
+        "handover_ms_min": min(hand) if hand else None,
+        "handover_ms_p90": percentile(hand, 90) if hand else None,
+        "handover_ms_max": max(hand) if hand else None,
         "ms_per_batch": med_ms,
         "ms_per_batch_min": min(ms),
         "ms_per_batch_max": max(ms),
@@ -51,7 +71,9 @@ def summarise_floor(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For every DALI configuration: vs the fastest torch configuration at the same number of cores,
-    vs the most CPU-efficient torch configuration, and vs the decode floors at the same threads."""
+    vs the torch configuration of equal cores with the cheapest training-thread ``next()``, vs the
+    most CPU-efficient torch configuration, peak PSS vs torch with 2 workers, and vs the decode
+    floors at the same threads."""
     out = []
     ok = [c for c in cases if "summary" in c]
     for dali in (c for c in ok if c["case"]["loader"] == "dali"):
@@ -67,6 +89,16 @@ def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[di
                 speed=s["samples_per_s"] / t["samples_per_s"],
                 cpu_per_sample=s["cpu_s_per_sample"] / t["cpu_s_per_sample"],
             )
+        timed = [c for c in same if c["summary"].get("handover_ms") is not None]
+        if timed and s.get("handover_ms") is not None:
+            best = min(timed, key=lambda c: c["summary"]["handover_ms"])
+            row.update(
+                torch_handover=best["case"]["name"],
+                handover=s["handover_ms"] / best["summary"]["handover_ms"],
+            )
+        w2 = [c for c in torch if c["case"]["workers"] == 2]
+        if w2:
+            row["pss_vs_torch_w2"] = s["peak_pss_mb"] / w2[0]["summary"]["peak_pss_mb"]
         if torch:
             eff = min(torch, key=lambda c: c["summary"]["cpu_s_per_sample"])
             row.update(
@@ -81,6 +113,8 @@ def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[di
             "speed_per_core": row.get("speed", 0) >= TARGETS["speed_per_core"],
             "cpu_per_sample": row.get("cpu_per_sample", 1e9) <= TARGETS["cpu_per_sample"],
             "vs_roi_floor": row.get("vs_roi_floor", 1e9) <= TARGETS["vs_roi_floor"],
+            "handover": row.get("handover", 1e9) <= TARGETS["handover"],
+            "pss_vs_torch_w2": row.get("pss_vs_torch_w2", 1e9) <= TARGETS["pss_vs_torch_w2"],
         }
         out.append(row)
     return out
@@ -90,37 +124,49 @@ def _fmt(v: Any, spec: str = ".2f") -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _ms(v: float) -> str:
+    """Milliseconds with the digits that matter: 1.23, 12.3, 123."""
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
 def table(cases: list[dict[str, Any]], floors: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     """The printed tables (markdown: the README takes them as they are)."""
     lines = [
-        "| configuration | ms/batch (min-max) | samples/s | CPU-s/batch | cores busy | peak RSS / PSS MiB |",
-        "|---|---|---|---|---|---|",
+        "| configuration | ms/batch (min-max) | training-thread ms/batch (min-max) | samples/s | CPU-s/batch "
+        "| cores busy | peak RSS / PSS MiB |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in cases:
         if "summary" not in c:
-            lines.append(f"| {c['case']['name']} | failed: {c.get('error', '?')[-100:]} | | | | |")
+            lines.append(f"| {c['case']['name']} | failed: {c.get('error', '?')[-100:]} | | | | | |")
             continue
         s = c["summary"]
+        hand = "-"
+        if s.get("handover_ms") is not None:
+            hand = f"{_ms(s['handover_ms'])} ({_ms(s['handover_ms_min'])}-{_ms(s['handover_ms_max'])})"
         lines.append(
             f"| {c['case']['name']} | {s['ms_per_batch']:.0f} ({s['ms_per_batch_min']:.0f}-"
-            f"{s['ms_per_batch_max']:.0f}) | {s['samples_per_s']:.2f} | {s['cpu_s_per_batch']:.3f} | "
-            f"{s['cores_busy']:.2f} | {s['peak_rss_mb']:.0f} / {s['peak_pss_mb']:.0f} |"
+            f"{s['ms_per_batch_max']:.0f}) | {hand} | {s['samples_per_s']:.2f} | "
+            f"{s['cpu_s_per_batch']:.3f} | {s['cores_busy']:.2f} | "
+            f"{s['peak_rss_mb']:.0f} / {s['peak_pss_mb']:.0f} |"
         )
     for f in floors:
         lines.append(
-            f"| {f['profile']}/decode-floor-{f['mode']}-t{f['threads']} | {f['ms_per_batch']:.0f} | | "
+            f"| {f['profile']}/decode-floor-{f['mode']}-t{f['threads']} | {f['ms_per_batch']:.0f} | | | "
             f"{f['cpu_s_per_batch']:.3f} | | |"
         )
     lines += [
         "",
-        "| DALI | vs torch (equal cores) | samples/s × | CPU-s/sample × | CPU-s/sample × best-CPU torch "
-        "| × ROI floor | × full floor |",
-        "|---|---|---|---|---|---|---|",
+        "| DALI | vs torch (equal cores) | samples/s × | CPU-s/sample × | training-thread × (vs) "
+        "| PSS × torch-w2 | CPU-s/sample × best-CPU torch | × ROI floor | × full floor |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['dali']} | {r.get('torch', '-')} | {_fmt(r.get('speed'))} | "
-            f"{_fmt(r.get('cpu_per_sample'))} | {_fmt(r.get('cpu_per_sample_vs_most_efficient'))} "
+            f"{_fmt(r.get('cpu_per_sample'))} | "
+            f"{_fmt(r.get('handover'), '.3f')} ({r.get('torch_handover', '-')}) | "
+            f"{_fmt(r.get('pss_vs_torch_w2'))} | {_fmt(r.get('cpu_per_sample_vs_most_efficient'))} "
             f"({r.get('torch_most_efficient', '-')}) | {_fmt(r.get('vs_roi_floor'))} | "
             f"{_fmt(r.get('vs_full_floor'))} |"
         )
@@ -136,7 +182,7 @@ def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path,
 
     profiles = list(dict.fromkeys(c["case"]["profile"] for c in cases if "summary" in c))
     fig, axes = plt.subplots(
-        max(1, len(profiles)), 2, figsize=(12, 3.6 * max(1, len(profiles))), squeeze=False
+        max(1, len(profiles)), 3, figsize=(17, 3.6 * max(1, len(profiles))), squeeze=False
     )
     if not profiles:
         axes[0][0].text(0.5, 0.5, "no loader configuration measured", ha="center")
@@ -145,6 +191,20 @@ def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path,
         mine = [c for c in cases if "summary" in c and c["case"]["profile"] == prof]
         names = [c["case"]["name"].split("/", 1)[1] for c in mine]
         x = range(len(mine))
+        hand = [c for c in mine if c["summary"].get("handover_ms") is not None]
+        ax = row[2]
+        ax.bar(
+            range(len(hand)), [c["summary"]["handover_ms"] for c in hand],
+            yerr=[[c["summary"]["handover_ms"] - c["summary"]["handover_ms_min"] for c in hand],
+                  [c["summary"]["handover_ms_max"] - c["summary"]["handover_ms"] for c in hand]],
+            color=[colours[c["case"]["loader"]] for c in hand], capsize=3,
+        )  # fmt: skip
+        ax.set_yscale("log")
+        ax.set_xticks(
+            range(len(hand)), [c["case"]["name"].split("/", 1)[1] for c in hand], rotation=20, fontsize=8
+        )
+        ax.set_ylabel("ms (log scale)")
+        ax.set_title(f"{prof}: training-thread next() after a model step", fontsize=10)
         for ax, key, label in (
             (row[0], "ms_per_batch", "ms per batch"),
             (row[1], "cpu_s_per_batch", "CPU s per batch (process tree)"),

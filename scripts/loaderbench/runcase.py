@@ -1,8 +1,9 @@
 """Measure one configuration in this process: ``python -m loaderbench.runcase '<json>'``.
 
 The JSON holds ``case`` (a :class:`.cases.Case` as dict), ``data_root``, ``warmup``, ``batches``,
-``repeats`` and optional DALI ``overrides``; the result is printed as one JSON line prefixed with
-``RESULT``. One process per configuration keeps imports, threads and memory peaks apart.
+``repeats``, ``step_s``, ``handover_calls`` and optional DALI ``overrides``; the result is printed
+as one JSON line prefixed with ``RESULT``. One process per configuration keeps imports, threads and
+memory peaks apart.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ def measure(loader: Any, warmup: int, batches: int, repeats: int) -> dict[str, A
     }
 
 
+def handover(it: Any, step_s: float, calls: int) -> list[float]:
+    """Training-thread cost: seconds ``next()`` takes after the loader had a model step of ``step_s``
+    seconds to prepare (``time.sleep``: the step leaves the CPU and the GIL to the loader, as a GPU
+    step mostly does), ``calls`` times, after one settling step that is not counted."""
+    times = []
+    for _ in range(calls + 1):
+        time.sleep(step_s)
+        t0 = time.perf_counter()
+        next(it)
+        times.append(time.perf_counter() - t0)
+    return times[1:]
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     case = Case(**spec["case"])
     enter_checkout()
@@ -52,6 +66,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         loader = build(case, cfg, Path(spec["data_root"]), **overrides)
         build_s = time.perf_counter() - t0
         result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
+        if spec.get("handover_calls", 0) > 0:
+            result["step_s"] = spec["step_s"]
+            result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])
         if hasattr(loader, "close"):
             loader.close()
         del loader

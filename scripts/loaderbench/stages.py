@@ -30,7 +30,15 @@ def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.nda
     """The loader config and, per iteration, the external-source outputs + naive resize/crop params."""
     from dali_streampetr.config import LoaderConfig
     from dali_streampetr.iterator import DaliStreamLoader
-    from dali_streampetr.pipeline import ImageSource
+    from dali_streampetr.pipeline import (
+        DECODE_SHAPE,
+        DECODE_START,
+        FLIP,
+        OUT_SIZE,
+        ROI_END,
+        ROI_START,
+        ImageSource,
+    )
 
     cfg = LoaderConfig(roi_decode=True)
     loader = DaliStreamLoader(cfg, data_root)
@@ -41,7 +49,13 @@ def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.nda
         draws = [s.draw for s in source.planner.plan(i) for _ in range(n)]
         dims = [np.array(d.resize_dims[::-1], dtype=np.float32) for d in draws]
         crops = [np.array(d.crop[1::-1], dtype=np.int32) for d in draws]
-        out.append((*source(i), dims, crops))
+        jpegs, rows, _ = source(i)
+        params = [
+            [np.array(r[part], dtype=dtype) for r in rows]
+            for part, dtype in ((DECODE_START, np.int32), (DECODE_SHAPE, np.int32), (ROI_START, np.float32),
+                                (ROI_END, np.float32), (OUT_SIZE, np.float32), (FLIP, np.int32))
+        ]  # fmt: skip
+        out.append((jpegs, *params, dims, crops))
     return cfg, out
 
 
@@ -53,8 +67,8 @@ def pipeline(cfg, data: list, stage: str, threads: int):
 
     @pipeline_def(batch_size=len(data[0][0]), num_threads=threads, device_id=None, seed=0)
     def graph():
-        enc, start, shape, rs, re, size, flip, _, dims, crop = fn.external_source(
-            source=lambda: next(feed), num_outputs=10, batch=True
+        enc, start, shape, rs, re, size, flip, dims, crop = fn.external_source(
+            source=lambda: next(feed), num_outputs=9, batch=True
         )
         kw = {"device": "cpu", "output_type": types.RGB}
         if stage in ("decode-full", "naive"):

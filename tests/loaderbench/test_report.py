@@ -9,15 +9,24 @@ from loaderbench import report
 from loaderbench.cases import Case, sweep
 
 
-def raw(case: Case, ms: list[float], cpu_s_per_batch: float, spb: int = 2, batches: int = 10) -> dict:
+def raw(
+    case: Case,
+    ms: list[float],
+    cpu_s_per_batch: float,
+    spb: int = 2,
+    batches: int = 10,
+    handover_ms: list[float] | None = None,
+    pss: float = 80.0,
+) -> dict:
     return {
+        "handover_s": [m / 1e3 for m in handover_ms or []],
         "case": case.to_dict(),
         "batches": batches,
         "samples_per_batch": spb,
         "repeat_wall_s": [m * batches / 1e3 for m in ms],
         "repeat_cpu_s": [cpu_s_per_batch * batches] * len(ms),
         "peak_rss_mb": 100.0,
-        "peak_pss_mb": 80.0,
+        "peak_pss_mb": pss,
     }
 
 
@@ -56,7 +65,8 @@ def test_ratios_use_equal_cores_and_floors():
     assert t1["torch_most_efficient"] == "r50/torch-w0"
     assert t1["vs_roi_floor"] == pytest.approx(2.0)
     assert t1["vs_full_floor"] == pytest.approx(1.6)
-    assert t1["targets"] == {"speed_per_core": True, "cpu_per_sample": True, "vs_roi_floor": False}
+    assert t1["targets"] == {"speed_per_core": True, "cpu_per_sample": True, "vs_roi_floor": False,
+                             "handover": False, "pss_vs_torch_w2": True}  # fmt: skip
     t2 = rows["r50/dali-cpu-t2"]
     assert t2["torch"] == "r50/torch-w2" and t2["speed"] == pytest.approx(4.0)
     assert "vs_roi_floor" not in t2  # no 2-thread floor given
@@ -90,3 +100,42 @@ def test_sweep_names_and_cores():
     assert sweep(("r50",))[-1].overrides == {"roi_decode": False}
     assert sweep(("r50",), gpu=True)[-1].name == "r50/dali-gpu-t2"
     assert len(sweep(("accv",), accv_full=True)) == 5
+
+
+def test_training_thread_and_pss_ratios():
+    """next() after a model step is compared with the torch configuration of equal cores whose
+    next() is cheapest (not the fastest one), PSS with torch's 2-worker configuration."""
+    cases = [
+        with_summary(
+            raw(Case("r50", "torch", workers=0), [900] * 3, 0.6, handover_ms=[900, 880, 950], pss=1000)
+        ),
+        with_summary(
+            raw(Case("r50", "torch", workers=1), [800] * 3, 0.7, handover_ms=[20, 18, 60], pss=1200)
+        ),
+        with_summary(
+            raw(Case("r50", "torch", workers=2), [600] * 3, 0.7, handover_ms=[24, 16, 20], pss=1400)
+        ),
+        with_summary(
+            raw(Case("r50", "dali", threads=1), [200] * 3, 0.2, handover_ms=[4, 5, 4.5, 40], pss=1300)
+        ),
+        with_summary(raw(Case("r50", "dali", threads=2), [150] * 3, 0.2, handover_ms=[6, 7, 5], pss=1500)),
+    ]
+    s = cases[3]["summary"]
+    assert s["handover_ms"] == pytest.approx(4.75) and s["handover_ms_max"] == pytest.approx(40)
+    assert s["handover_ms_p90"] == pytest.approx(29.5)  # numpy.percentile([4, 4.5, 5, 40], 90)
+    rows = {r["dali"]: r for r in report.ratios(cases, [])}
+    t1, t2 = rows["r50/dali-cpu-t1"], rows["r50/dali-cpu-t2"]
+    assert t1["torch_handover"] == "r50/torch-w1" and t1["handover"] == pytest.approx(4.75 / 20)
+    assert t1["pss_vs_torch_w2"] == pytest.approx(1300 / 1400)
+    assert t1["targets"]["handover"] and t1["targets"]["pss_vs_torch_w2"]
+    assert t2["handover"] == pytest.approx(6 / 20) and not t2["targets"]["handover"]
+    assert not t2["targets"]["pss_vs_torch_w2"]
+    text = report.table(cases, [], list(rows.values()))
+    assert "| r50/dali-cpu-t1 | 200 (200-200) | 4.75 (4.00-40.0) |" in text
+    assert "| 0.237 (r50/torch-w1) | 0.93 |" in text
+
+
+def test_table_without_handover_timing():
+    cases = [with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.2))]
+    assert cases[0]["summary"]["handover_ms"] is None
+    assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in report.table(cases, [], report.ratios(cases, []))

@@ -28,6 +28,9 @@ def test_parse_and_summarise(tmp_path):
     assert s["time_s"] == pytest.approx(5.0)
     assert s["data_time_s"] == pytest.approx(1.0)
     assert s["data_share"] == pytest.approx(3.0 / 15.0)
+    assert s["time_p10_s"] == pytest.approx(4.2) and s["time_p90_s"] == pytest.approx(5.8)
+    assert s["data_time_p90_s"] == pytest.approx(1.4) and s["data_time_max_s"] == pytest.approx(1.5)
+    assert s["data_share_p90"] == pytest.approx(0.24)  # per-iteration shares 0.125, 0.2, 0.25
 
 
 def test_analyse_against_bound(tmp_path):
@@ -40,7 +43,7 @@ def test_analyse_against_bound(tmp_path):
     assert res["loader_cost_share"] == pytest.approx(0.2)
     text = stall.stall_table({"config": "c", "iters": 3, "bound_s": 4.0, "loaders": {"train_torch": res},
                               "missing": {"train_dali": "exit 2, no log"}})  # fmt: skip
-    assert "| train_torch | 5000 | 200 | 4.0% | 1000 | 20.0% |" in text
+    assert "| train_torch | 5000 (5000-5000) | 200.0 (200.0, 200.0) | 4.00% (4.00%) | 1000 | 20.0% |" in text
     assert "train_dali | not run" in text
 
 

@@ -1,0 +1,154 @@
+"""The hand-over to the training thread: targets computed in the external-source worker arrive bit
+for bit as the in-process computation makes them, images come without a copy and stay valid."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import tiny_config
+from dali_streampetr.iterator import COLLECT_KEYS, LIST_KEYS, build_loader
+from dali_streampetr.plan import frame_targets
+from dali_streampetr.targets import (
+    GEOMETRY_WIDTH,
+    annotation_records,
+    geometry_rows,
+    read_record,
+    split_geometry,
+)
+
+
+def same(a: torch.Tensor, b: np.ndarray) -> bool:
+    """Bit for bit: dtype, shape and every value (NaN-free data)."""
+    return (
+        a.dtype == torch.from_numpy(b).dtype
+        and tuple(a.shape) == b.shape
+        and torch.equal(a, torch.from_numpy(b))
+    )
+
+
+def expected_batch(loader, iteration: int) -> dict:
+    """What the loader assembled on the training thread before the targets moved to the worker:
+    ``frame_targets`` of every planned frame, stacked / nested the same way."""
+    per_sample = [
+        frame_targets(loader.frames[p.index], p.draw, loader.cfg) for p in loader.planner.plan(iteration)
+    ]
+    out = {key: np.stack([t[key] for t in per_sample])[:, None] for key in COLLECT_KEYS}
+    for key in LIST_KEYS:
+        out[key] = [[t[key]] for t in per_sample]
+    return out
+
+
+@pytest.mark.parametrize("workers,start", [(1, "fork"), (1, "spawn"), (0, "none")])
+def test_worker_targets_equal_in_process_targets(tiny_root, workers, start, monkeypatch):
+    """Forked worker (no CUDA in the process), spawned worker (CUDA initialised: DALI refuses to
+    fork, faked here) and no worker give the targets of the in-process computation."""
+    from nvidia.dali import backend
+
+    monkeypatch.setattr(backend, "IsDriverInitialized", lambda: start == "spawn")
+    with build_loader(tiny_config(py_num_workers=workers), tiny_root, seed=3) as loader:
+        next(loader)
+        if workers:  # a spawned worker runs multiprocessing's spawn_main, a forked one our command line
+            (pid,) = loader._pipe._py_pool.pids()
+            spawned = "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()
+            assert spawned == (start == "spawn")
+        loader.close()
+        loader.iteration = 0
+        for iteration in range(4):
+            batch, want = next(loader), expected_batch(loader, iteration)
+            torch.save(batch, io.BytesIO())  # no two tensors alias one buffer as different dtypes
+            for key in COLLECT_KEYS:
+                assert same(batch[key], want[key]), (iteration, key)
+            for key in ("gt_bboxes_3d", "gt_labels_3d"):
+                for got, exp in zip(batch[key], want[key], strict=True):
+                    assert same(got[0], exp[0]), (iteration, key)
+            for key in ("gt_bboxes", "gt_labels", "centers2d", "depths"):
+                for got, exp in zip(batch[key], want[key], strict=True):
+                    assert len(got[0]) == len(exp[0]) == 6
+                    assert all(same(g, e) for g, e in zip(got[0], exp[0], strict=True)), (iteration, key)
+
+
+def test_images_are_dalis_buffer_and_stay_valid(tiny_root):
+    """No copy on the CPU (the tensor is a view of DALI's output), and a kept batch is never
+    overwritten by later batches or by closing the loader."""
+    loader = build_loader(tiny_config(py_num_workers=1, prefetch_queue_depth=2), tiny_root, seed=5)
+    next(loader)
+    run, seen = loader._pipe.run, []
+    loader._pipe.run = lambda: seen.append(run()) or seen[-1]  # the real outputs, kept for a look
+    img = next(loader)["img"]
+    assert img.data_ptr() == np.asarray(seen[0][0].as_tensor()).ctypes.data  # same memory: no copy
+    del loader._pipe.run, img
+    seen.clear()
+    kept = [next(loader)["img"] for _ in range(2)]
+    copies = [t.clone() for t in kept]
+    for _ in range(6):  # more than the prefetch queue holds: a recycled buffer would be overwritten
+        next(loader)
+    loader.close()
+    junk = [torch.full_like(c, 7.0) for c in copies]  # freed memory would be reused here
+    assert all(torch.equal(k, c) for k, c in zip(kept, copies, strict=True))
+    assert not torch.equal(kept[0], kept[1]) and not torch.equal(kept[0], junk[0])
+
+
+def test_geometry_rows_round_trip_bit_for_bit():
+    rng = np.random.default_rng(0)
+    n = 6
+    targets = {
+        "lidar2img": rng.normal(size=(n, 4, 4)).astype(np.float32),
+        "intrinsics": rng.normal(size=(n, 4, 4)).astype(np.float32),
+        "extrinsics": rng.normal(size=(n, 4, 4)).astype(np.float32),
+        "ego_pose": rng.normal(size=(4, 4)).astype(np.float32),
+        "ego_pose_inv": rng.normal(size=(4, 4)).astype(np.float32),
+        "img_timestamp": 1.6e9 + rng.uniform(size=n),
+        "timestamp": np.float64(1.6e9 + 0.123456789),
+    }
+    other = {k: v * 2 for k, v in targets.items()}
+    rows = np.concatenate([geometry_rows(targets), geometry_rows(other)])
+    assert rows.shape == (2 * n, GEOMETRY_WIDTH) and rows.dtype == np.float64
+    out = split_geometry(rows, 2, n)
+    for key in ("lidar2img", "intrinsics", "extrinsics"):
+        assert out[key].dtype == np.float32 and out[key].shape == (2, 1, n, 4, 4)
+        assert np.array_equal(out[key][1, 0], other[key]) and np.array_equal(out[key][0, 0], targets[key])
+    for key in ("ego_pose", "ego_pose_inv"):
+        assert out[key].shape == (2, 1, 4, 4) and np.array_equal(out[key][0, 0], targets[key])
+    assert out["img_timestamp"].dtype == np.float64 and np.array_equal(
+        out["img_timestamp"][0, 0], targets["img_timestamp"]
+    )
+    assert out["timestamp"].shape == (2, 1) and out["timestamp"][1, 0] == other["timestamp"]
+    assert all(v.flags.c_contiguous and not np.shares_memory(v, rows) for v in out.values())  # copies
+    with pytest.raises(ValueError, match="geometry rows"):
+        split_geometry(rows, 3, n)
+
+
+def test_annotation_record_keeps_dtypes_and_odd_shapes():
+    """Upstream's quirks survive the trip: ``(0,)`` arrays of a camera without 2D boxes and float64
+    labels of a frame without valid boxes."""
+    targets = {
+        "gt_bboxes_3d": np.zeros((0, 9), dtype=np.float32),
+        "gt_labels_3d": np.array([]),
+        "gt_bboxes": [np.zeros((0,), dtype=np.float32), np.ones((2, 4), dtype=np.float32)],
+        "gt_labels": [np.zeros((0,), dtype=np.float32), np.array([3, 1])],
+        "centers2d": [np.zeros((0,), dtype=np.float32), np.ones((2, 2), dtype=np.float32)],
+        "depths": [np.zeros((0,), dtype=np.float32), np.ones((2,), dtype=np.float32)],
+    }
+    records = annotation_records(targets, n_cams=3, plan={"iteration": 4})
+    assert [r.dtype for r in records] == [np.uint8] * 3 and [len(r) for r in records[1:]] == [0, 0]
+    back = read_record(records[0])
+    for key, value in targets.items():
+        pairs = zip(back[key], value, strict=True) if isinstance(value, list) else [(back[key], value)]
+        for got, exp in pairs:
+            assert got.dtype == exp.dtype and got.shape == exp.shape and np.array_equal(got, exp), key
+            assert got.flags.writeable, key  # the model may edit its targets in place
+    assert back["iteration"] == 4
+
+
+def test_a_batch_of_another_iteration_is_refused(tiny_root):
+    """Every sample record names its iteration: pixels and targets of one iteration are never
+    handed over as another's (here a batch is taken from the pipeline behind the loader's back)."""
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=2) as loader:
+        next(loader)
+        loader._pipe.run()  # iteration 1 consumed out of band
+        with pytest.raises(RuntimeError, match=r"delivered iteration \[2\] as iteration 1"):
+            next(loader)
