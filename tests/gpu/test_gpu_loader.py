@@ -25,15 +25,6 @@ pytestmark = pytest.mark.gpu
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MEAN_TOL, P999_TOL = 0.5, 4.0  # grey levels, per image
 STD = np.array([58.395, 57.12, 57.375], dtype=np.float32)  # LoaderConfig's default img_norm_cfg
-TARGET_KEYS = (
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-)
 BATCHES = 3
 
 
@@ -69,7 +60,9 @@ def grey_level_diff(a, b) -> tuple[float, float]:
 
 
 def assert_same_targets(batch: dict, ref: dict, torch) -> None:
-    for key in TARGET_KEYS:
+    from dali_streampetr.iterator import COLLECT_KEYS
+
+    for key in COLLECT_KEYS:
         assert torch.equal(batch[key], ref[key]), key
     for got, want in zip(batch["gt_bboxes_3d"], ref["gt_bboxes_3d"], strict=True):
         assert torch.equal(got[0], want[0])
