@@ -120,10 +120,10 @@ def read_metrics(out: Path) -> dict:
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
-    if not (CHECKOUT / "tools" / "test.py").exists():
-        raise EvaluateError(f"{CHECKOUT} is not applied; run `nox -s apply`")
     if not args.checkpoint.is_file():
         raise EvaluateError(f"{args.checkpoint}: no such checkpoint (train first: `nox -s train_dali`)")
+    if not (CHECKOUT / "tools" / "test.py").exists():
+        raise EvaluateError(f"{CHECKOUT} is not applied; run `nox -s apply`")
     if not args.ann_file.is_file():
         raise EvaluateError(f"{args.ann_file}: no val info pickle (make it with `nox -s create_data`)")
 
