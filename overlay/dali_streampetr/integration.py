@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
-from mmcv.runner import CheckpointHook, CheckpointLoader, Hook, get_dist_info
+from mmcv.runner import CheckpointHook, Hook, get_dist_info
 from mmcv.utils import get_logger
 
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
@@ -56,10 +57,11 @@ class SlotLoggingLoader(MMDetDaliLoader):
         iteration = self.loader.iteration
         batch = next(self.loader)
         slots = []
+        images = batch["img"].detach().cpu().numpy()  # one device-to-host copy for the whole batch
         for b, (meta, record, prev) in enumerate(
             zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True)
         ):
-            pixels = batch["img"][b].detach().cpu().numpy().tobytes()
+            pixels = images[b].tobytes()
             slots.append(
                 {"scene": meta[0]["scene_token"], "token": record["token"], "index": record["index"],
                  "prev_exists": bool(prev[0]), "draw": record["draw"].as_dict(),
@@ -83,17 +85,18 @@ class DaliStreamStateHook(Hook):
         checkpoint = self.cfg.get("resume_from")
         if not checkpoint:
             return
-        meta = CheckpointLoader.load_checkpoint(checkpoint, map_location="cpu").get("meta", {})
+        # only the meta is needed: mmap leaves the weights (read once already by resume()) on disk
+        meta = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=False).get("meta", {})
         mine = stream_state(self.loader.loader)
         if META_KEY not in meta:
             get_logger(LOGGER).warning(
                 f"{checkpoint} holds no DALI loader state (written by the PyTorch loader?): the DALI "
                 f"stream continues at iteration {runner.iter} without checking that it is the same stream"
             )
-            stored = {"ranks": [mine] * mine["world_size"]}
+            state = {**mine, "iteration": runner.iter}
         else:
-            stored = meta[META_KEY]
-        self.loader.load_state_dict(fitting_state(stored, mine, iteration=runner.iter, checkpoint=checkpoint))
+            state = fitting_state(meta[META_KEY], mine, iteration=runner.iter, checkpoint=checkpoint)
+        self.loader.load_state_dict(state)
         get_logger(LOGGER).info(f"DALI loader: resumed the data stream at iteration {runner.iter}")
 
     def after_train_iter(self, runner: Any) -> None:
@@ -120,7 +123,7 @@ def _checkpoint_due(runner: Any) -> bool:
     )
 
 
-def log_schedule(cfg: Any, loader: MMDetDaliLoader) -> RunSchedule:
+def log_schedule(cfg: Any, loader: MMDetDaliLoader) -> None:
     """Print the data size, world size, batch, mode, iterations per epoch and effective epochs;
     warn when the config's ``num_gpus`` is not the real world size."""
     inner = loader.loader
@@ -139,7 +142,6 @@ def log_schedule(cfg: Any, loader: MMDetDaliLoader) -> RunSchedule:
     warning = schedule.gpu_count_warning()
     if warning:
         logger.warning(warning)
-    return schedule
 
 
 def build_dali_train_loader(

@@ -29,6 +29,7 @@ from .checkout import (
     current_state,
     gitdir,
     index_env,
+    modified,
     overlay_blob,
     overlay_files,
     put,
@@ -111,11 +112,15 @@ def _remove_dead_partials(checkout: Path) -> None:
 
 def _ensure_pin_commit(target: Target) -> None:
     """A checkout made for an older pin gets the pinned commit from the cache mirror."""
-    if has_commit(target.checkout, target.pin.commit):
-        return
-    mirror = require_cached(target.pin)
-    with mirror_lock(target.pin, "apply", shared=True):
-        git("fetch", "--quiet", str(mirror), "+refs/*:refs/streampetr-dali/cache/*", cwd=target.checkout)
+    if not has_commit(target.checkout, target.pin.commit):
+        fetch_cache_refs(target, "apply")
+
+
+def fetch_cache_refs(target: Target, holder: str) -> None:
+    """Every ref of the cache mirror into the checkout (under refs/streampetr-dali/cache/)."""
+    with mirror_lock(target.pin, holder, shared=True):
+        mirror = str(mirror_path(target.pin))
+        git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=target.checkout)
 
 
 def exclude_nested(parent: Target, child: Target) -> None:
@@ -126,11 +131,12 @@ def exclude_nested(parent: Target, child: Target) -> None:
         return
     exclude = gitdir(parent.checkout) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    lines = exclude.read_text().splitlines() if exclude.exists() else []
-    if f"/{rel}/" not in lines:
-        with checkout_lock(parent.checkout, "apply"):
-            write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
-        kill_point(f"{parent.label}:exclude")
+    with checkout_lock(parent.checkout, "apply"):  # read-modify-write: two runs must not both read
+        lines = exclude.read_text().splitlines() if exclude.exists() else []
+        if f"/{rel}/" in lines:
+            return
+        write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
+    kill_point(f"{parent.label}:exclude")
 
 
 def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:
@@ -210,11 +216,6 @@ def _upstream_history(target: Target, patch: Patch) -> str:
     return f"Upstream commits touching {', '.join(paths)} since the pin:\n{listing}"
 
 
-def _modified(checkout: Path) -> set[str]:
-    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
-    return {entry[3:] for entry in status.split("\0") if entry}
-
-
 def local_edits(
     target: Target, stamp: dict | None, journal: dict | None, result: dict[str, Blob | None], head: str
 ) -> list[str]:
@@ -225,9 +226,9 @@ def local_edits(
     if head not in heads:
         expected = stamp["commit"] if stamp else target.pin.commit
         edits.append(f"HEAD is {head[:12]}, expected {expected[:12]} (commits or checkouts made by hand)")
-    modified = _modified(checkout)
+    changed = modified(checkout)
     owned = dict(stamp["files"]) if stamp else {}
-    for rel in sorted(modified - owned.keys()):
+    for rel in sorted(changed - owned.keys()):
         if not owns(journal, rel, current_state(checkout, rel)):
             edits.append(rel)
     for rel, recorded in sorted(owned.items()):
@@ -236,7 +237,7 @@ def local_edits(
             edits.append(rel)
     for rel, want in result.items():
         state = current_state(checkout, rel)
-        if rel in owned or rel in modified or state is None or (want is not None and state == want.state):
+        if rel in owned or rel in changed or state is None or (want is not None and state == want.state):
             continue
         if owns(journal, rel, state):
             continue
@@ -264,7 +265,7 @@ def plan_writes(
         diff = git_out("diff", "--name-only", "--no-renames", "-z", head, target.pin.commit, cwd=checkout)
         paths |= {p for p in diff.split("\0") if p}
     if force:
-        paths |= _modified(checkout)
+        paths |= modified(checkout)
     plan = {}
     for rel in sorted(paths):
         want = result[rel] if rel in result else pin_blob(target, rel)
@@ -278,7 +279,7 @@ def apply_target(target: Target, force: bool = False) -> Outcome:
     patches = load_series(target.patch_dir)
     overlay = overlay_files(target.overlay_dir)
     if not (target.checkout / ".git").exists():
-        ensure_checkout(target)
+        ensure_checkout(target)  # checks the cache itself
     else:
         require_cached(target.pin)
     with checkout_lock(target.checkout, "apply"):

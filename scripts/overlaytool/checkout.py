@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .faults import kill_point
-from .gitcmd import blob_sha, git_out
+from .gitcmd import blob_sha, git, git_out
 from .lock import hold
 
 STATE_DIR = "streampetr-dali"
@@ -176,3 +176,9 @@ def overlay_blob(path: Path) -> Blob:
     if path.is_symlink():
         return Blob(SYMLINK, os.fsencode(os.readlink(path)))
     return Blob("100755" if path.stat().st_mode & stat.S_IXUSR else "100644", path.read_bytes())
+
+
+def modified(checkout: Path) -> set[str]:
+    """Tracked paths whose work-tree or index state differs from HEAD (`git status`)."""
+    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout  # not stripped
+    return {entry[3:] for entry in status.split("\0") if entry}

@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import OverlayError
-from .apply import apply_target
-from .cache import fetch, mirror_lock, mirror_path
+from .apply import apply_target, ensure_checkout, fetch_cache_refs
+from .cache import fetch, mirror_path
 from .checkout import checkout_lock, current, state_dir
 from .diagnose import diagnose_patch
 from .gitcmd import TOOL_IDENTITY, git, git_out
@@ -141,13 +141,10 @@ def start(target: Target, ref: str, source: str | None = None) -> list[str]:
         raise OverlayError("A rebase is already in progress: `nox -s rebase -- --continue` or `-- --abort`.")
     new = resolve(target, ref, source)
     checkout = target.checkout
-    if not (checkout / ".git").exists():
-        apply_target(target)  # the checkout the lock lives in
+    ensure_checkout(target)  # the checkout the lock lives in
     with checkout_lock(checkout, "rebase"):
         apply_target(target)  # refuses (naming files) if the checkout has local edits
-        with mirror_lock(target.pin, "rebase", shared=True):
-            mirror = str(mirror_path(target.pin))
-            git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=checkout)
+        fetch_cache_refs(target, "rebase")
         return _start_locked(target, new)
 
 

@@ -19,6 +19,7 @@ from .checkout import (
     current,
     current_state,
     index_env,
+    modified,
     overlay_blob,
     overlay_files,
     put,
@@ -120,8 +121,7 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
     """Fold work-tree edits back into the patches that own the edited files; return rewritten names."""
     checkout = target.checkout
     overlay = set(overlay_files(target.overlay_dir))
-    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout
-    changed = {entry[3:] for entry in status.split("\0") if entry} | {p for p in owned if p not in overlay}
+    changed = modified(checkout) | {p for p in owned if p not in overlay}
     # edited = differs from what the last apply wrote (the whole series' result), or not written by it
     edited_files = {
         rel for rel in changed if rel not in owned or not same_state(owned[rel], current_state(checkout, rel))
