@@ -48,14 +48,14 @@ class SlotLoggingLoader(MMDetDaliLoader):
 
     def __init__(self, loader: MMDetDaliLoader, log_path: Path, *, append: bool) -> None:
         super().__init__(loader.loader)
+        self.loader.collate = self._log_and_collate
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if not append:
             log_path.write_text("")
 
-    def __next__(self) -> dict[str, Any]:
-        iteration = self.loader.iteration
-        batch = next(self.loader)
+    def _log_and_collate(self, batch: dict[str, Any]) -> dict[str, Any]:
+        iteration = self.loader.iteration  # the loader counts the batch once it is handed over
         slots = []
         images = batch["img"].detach().cpu().numpy()  # one device-to-host copy for the whole batch
         for b, (meta, record, prev) in enumerate(

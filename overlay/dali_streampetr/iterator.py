@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
 from .targets import read_record, split_geometry
 from .validate import require_cuda
-from .watchdog import LoaderFaultError, PipelineWatchdog, worker_processes
+from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, worker_processes
 
 # StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
 COLLECT_KEYS = (
@@ -48,13 +48,14 @@ class DaliStreamLoader:
     ``gt_labels`` ((k,) int64), ``centers2d`` ((k, 2) float32), ``depths`` ((k,) float32); ``img_metas``
     B x 1 dicts; and ``dali`` (per sample: frame index, token, draw, bad cameras), which is ours.
 
-    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue and
-    the targets were computed beside them in the external source (in its worker process when
-    ``py_num_workers > 0``). ``img`` is DALI's own output buffer, not a copy; the tensor owns it
-    (DALI's dynamic executor never reuses a buffer that is still referenced), so every returned
-    tensor stays valid for as long as it is kept, across later ``next()`` calls and ``close()``.
-    With ``device_id`` set the images are a CUDA tensor on that GPU, written on the current
-    CUDA stream.
+    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue, the
+    targets were computed beside them in the external source (in its worker process when
+    ``py_num_workers > 0``), and the batch was taken from DALI and assembled on the watchdog's
+    thread as soon as the previous one was handed over, while the model trained. ``img`` is DALI's
+    own output buffer, not a copy; the tensor owns it (DALI's dynamic executor never reuses a
+    buffer that is still referenced), so every returned tensor stays valid for as long as it is
+    kept, across later ``next()`` calls and ``close()``. With ``device_id`` set the images are a
+    CUDA tensor on that GPU, copied in ``next()`` on the training thread's current CUDA stream.
 
     Faults: ``next()`` never waits longer than ``batch_timeout_s`` (a dead worker raises at once);
     after any error the pipeline is discarded and the next ``next()`` rebuilds it at the failed
@@ -98,6 +99,9 @@ class DaliStreamLoader:
         self.logger = logging.getLogger("dali_streampetr")  # the mmdet adapter sets the runner's logger
         self.skipped = BadImageLedger(cfg.max_bad_images)
         self._replaced: set[str] = set()  # undecodable files served black (skip)
+        # Applied to every batch on the training thread, before the next batch is started (the
+        # mmdet adapter's DataContainer wrap): the run-ahead never competes with the hand-over.
+        self.collate: Callable[[dict[str, Any]], Any] = lambda batch: batch
 
     @property
     def bad_images(self) -> int:
@@ -117,7 +121,10 @@ class DaliStreamLoader:
             if self._pipe is None:
                 self._build()
             try:
-                images, rows, records = self._watchdog.run(self.iteration)
+                batch = self._watchdog.run(self.iteration)
+            except AssemblyError as exc:
+                self._discard()  # the pipeline is one batch ahead now: rebuild on retry
+                raise exc.error from None  # the assembly's own error, as if raised here
             except Exception as exc:
                 self._discard()
                 error = self._diagnose(exc)
@@ -128,12 +135,15 @@ class DaliStreamLoader:
                     continue
                 raise error from exc
             try:
-                batch = self._assemble(images, rows, records)
+                img = self._to_torch(batch["img"])
+                batch["img"] = img.reshape(self.cfg.samples_per_gpu, 1, self.n_cams, *img.shape[1:])
                 self.skipped.record(batch, self.frames, self.logger)
+                batch = self.collate(batch)
             except Exception:
-                self._discard()  # the pipeline is one batch ahead now: rebuild on retry
+                self._discard()
                 raise
             self.iteration += 1
+            self._watchdog.request(self.iteration)  # run and assemble the next batch while this one trains
             return batch
 
     def _build(self) -> None:
@@ -142,7 +152,7 @@ class DaliStreamLoader:
             self.cfg, self.sampler_args, self.seed, self.frames, self.iteration, frozenset(self._replaced)
         )
         self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
-        self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s)
+        self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s, self._assemble)
 
     def _discard(self) -> None:
         """Drop a pipeline after an error. Its prefetch queue holds later iterations, so it must
@@ -168,7 +178,7 @@ class DaliStreamLoader:
         """Stop the pipeline and its worker processes."""
         if self._pipe is None:
             return
-        if self._watchdog.stuck:
+        if not self._watchdog.settle():  # a run-ahead that does not end
             self._discard()
             return
         pipe, self._pipe = self._pipe, None
@@ -215,14 +225,14 @@ class DaliStreamLoader:
         self.iteration = int(state["iteration"])
 
     # -- internals ---------------------------------------------------------------------------------
-    def _to_torch(self, tensor_list) -> torch.Tensor:
-        """The batch of images as one torch tensor. Host memory: DALI's buffer itself (DLPack, no
-        copy; the tensor keeps it alive). GPU: one device copy into a tensor of torch's allocator,
-        on torch's current stream of that device, so the model's kernels are ordered after it."""
-        from nvidia.dali.tensors import TensorListCPU
+    def _to_torch(self, dense) -> torch.Tensor:
+        """The batch of images (DALI's dense tensor) as one torch tensor, on the training thread.
+        Host memory: DALI's buffer itself (DLPack, no copy; the tensor keeps it alive). GPU: one
+        device copy into a tensor of torch's allocator, on torch's current stream of that device
+        (the training thread's), so the model's kernels are ordered after it."""
+        from nvidia.dali.tensors import TensorCPU
 
-        dense = tensor_list.as_tensor()
-        if isinstance(tensor_list, TensorListCPU):
+        if isinstance(dense, TensorCPU):
             return torch.from_dlpack(dense)
         from nvidia.dali.plugin.pytorch import feed_ndarray
 
@@ -231,15 +241,17 @@ class DaliStreamLoader:
         feed_ndarray(dense, out, cuda_stream=torch.cuda.current_stream(device))
         return out
 
-    def _assemble(self, images, rows, records) -> dict[str, Any]:
-        """Wrap the pipeline's outputs into the batch: views and small copies, no per-frame work."""
+    def _assemble(self, outputs, iteration: int) -> dict[str, Any]:
+        """Wrap the pipeline's outputs of ``iteration`` into the batch (on the watchdog's thread, ahead
+        of the training thread): views and small copies, no per-frame work. ``img`` stays DALI's
+        dense tensor; ``next()`` makes it a torch tensor."""
+        images, rows, records = outputs
         B, N = self.cfg.samples_per_gpu, self.n_cams
         samples = [read_record(records[b * N]) for b in range(B)]  # annotations + plan per sample
-        if any(s["iteration"] != self.iteration for s in samples):
+        if any(s["iteration"] != iteration for s in samples):
             got = sorted({s["iteration"] for s in samples})
-            raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {self.iteration}")
-        img = self._to_torch(images)
-        img = img.reshape(B, 1, N, *img.shape[1:])
+            raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {iteration}")
+        img = images.as_tensor()
         rows = np.asarray(rows.as_tensor())
         info = rows[:, INFO].astype(np.int64).reshape(B, N, 3)
         collect = split_geometry(rows[:, GEOMETRY], B, N)
@@ -253,7 +265,7 @@ class DaliStreamLoader:
             else:
                 batch[key] = [[[torch.from_numpy(a) for a in s[key]]] for s in samples]
         fH, fW = self.cfg.aug.final_dim
-        pad_shape = (img.shape[-2], img.shape[-1], 3)
+        pad_shape = (img.shape()[-2], img.shape()[-1], 3)
         batch["img_metas"] = []
         batch["dali"] = []
         for b, sample in enumerate(samples):

@@ -56,12 +56,13 @@ class MMDetDaliLoader:
         self.loader = loader
         self.sampler = loader.sampler
         loader.logger = get_root_logger()  # skipped bad images are reported in the runner's log
+        loader.collate = to_collated
 
     def __iter__(self) -> MMDetDaliLoader:
         return self
 
     def __next__(self) -> dict[str, DataContainer]:
-        return to_collated(next(self.loader))
+        return next(self.loader)  # collated by the loader, before it starts the next batch
 
     def __len__(self) -> int:
         return len(self.loader)

@@ -1,4 +1,7 @@
-"""A deadline and worker liveness for ``pipe.run()``.
+"""``pipe.run()`` one iteration ahead of the training thread, with a deadline and worker liveness.
+
+The batch the training thread asks for next is run and assembled on the watchdog's thread while
+the model trains on the current one, so that ``next()`` only takes a ready batch.
 
 DALI's parallel external source does not notice a worker process that was killed (what an
 out-of-memory kill looks like): the main process blocks for ever on the shared task queue. The
@@ -14,6 +17,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -69,37 +73,92 @@ def worker_died_error(pipe: Any, iteration: int, dead: list[tuple[int, int]]) ->
     )
 
 
-class PipelineWatchdog:
-    """``run()`` = ``pipe.run()`` with a deadline and worker liveness checks."""
+# Delay between a hand-over and the start of the next run (see PipelineWatchdog).
+HANDOVER_GRACE_S = 0.002
 
-    def __init__(self, pipe: Any, timeout_s: float, poll_s: float = 0.05) -> None:
-        self.pipe, self.timeout_s, self.poll_s = pipe, timeout_s, poll_s
+
+class AssemblyError(RuntimeError):
+    """Turning the pipeline's outputs into a batch failed (``error`` is what was raised)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class PipelineWatchdog:
+    """``pipe.run()`` + ``prepare(outputs, iteration)`` on a thread of their own, one iteration ahead
+    of the training thread, with a deadline and worker liveness checks on the wait.
+
+    ``request(i)`` starts iteration ``i`` without waiting (the loader asks for the next batch as soon
+    as it hands one over, so it is run and assembled while the model trains); ``run(i)`` takes it,
+    requesting it first when nobody did. The deadline counts from when ``run()`` starts waiting.
+    The thread starts a requested run ``grace_s`` late: ``pipe.run()`` wakes the pipeline's threads
+    and worker, which on a host with few cores would otherwise preempt the training thread (and take
+    the GIL) before it has left ``next()``. DALI's own prefetch queue keeps the pipeline busy meanwhile.
+    """
+
+    def __init__(
+        self,
+        pipe: Any,
+        timeout_s: float,
+        prepare: Callable[[Any, int], Any] | None = None,
+        poll_s: float = 0.05,
+        grace_s: float = HANDOVER_GRACE_S,
+    ) -> None:
+        self.pipe, self.timeout_s, self.poll_s, self.grace_s = pipe, timeout_s, poll_s, grace_s
+        self.prepare = prepare or (lambda outputs, iteration: outputs)
         self._requests: queue.Queue = queue.Queue()
         self._results: queue.Queue = queue.Queue()
+        self._pending: int | None = None  # requested, result not taken yet
         self._thread = threading.Thread(target=self._serve, name="dali-pipeline-run", daemon=True)
         self._thread.start()
         self.stuck = False
 
     def _serve(self) -> None:
-        while self._requests.get():
+        while (iteration := self._requests.get()) is not None:
+            time.sleep(self.grace_s)
             try:
-                self._results.put((True, self.pipe.run()))
+                outputs = self.pipe.run()
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
                 self._results.put((False, exc))
+                continue
+            try:
+                self._results.put((True, self.prepare(outputs, iteration)))
+            except BaseException as exc:  # noqa: BLE001
+                self._results.put((False, AssemblyError(exc)))
+            del outputs
+
+    def request(self, iteration: int) -> None:
+        """Start iteration ``iteration`` now (no-op when one is already requested or the pipe is stuck)."""
+        if self._pending is None and not self.stuck:
+            self._pending = iteration
+            self._requests.put(iteration)
 
     def run(self, iteration: int) -> Any:
-        """The pipeline's next outputs; :class:`WorkerDiedError` / :class:`PipelineStalledError`
-        when a worker is dead or nothing came within the deadline; the pipeline's own error as is."""
+        """The prepared batch of ``iteration``; :class:`WorkerDiedError` / :class:`PipelineStalledError`
+        when a worker is dead or nothing came within the deadline; :class:`AssemblyError` when
+        ``prepare`` failed; the pipeline's own error as is."""
         if self.stuck:
             raise RuntimeError("this pipeline is stuck in a previous run; build a new one")
-        dead = dead_workers(self.pipe)
-        if dead:
-            raise worker_died_error(self.pipe, iteration, dead)
-        self._requests.put(True)
-        deadline = time.monotonic() + self.timeout_s
+        if self._pending is None:
+            dead = dead_workers(self.pipe)
+            if dead:
+                raise worker_died_error(self.pipe, iteration, dead)
+            self.request(iteration)
+        elif self._pending != iteration:
+            raise RuntimeError(f"iteration {self._pending} is running ahead, not {iteration}")
+        ok, value = self._wait(iteration, time.monotonic() + self.timeout_s)
+        if ok:
+            return value
+        dead = dead_workers(self.pipe)  # DALI's own "receiving interrupted" after a death
+        if dead and not isinstance(value, AssemblyError):
+            raise worker_died_error(self.pipe, iteration, dead) from value
+        raise value
+
+    def _wait(self, iteration: int, deadline: float) -> tuple[bool, Any]:
         while True:
             try:
-                ok, value = self._results.get(timeout=self.poll_s)
+                result = self._results.get(timeout=self.poll_s)
             except queue.Empty:
                 dead = dead_workers(self.pipe)
                 if dead:
@@ -109,12 +168,8 @@ class PipelineWatchdog:
                     self.stuck = True
                     raise PipelineStalledError(self._stall_message(iteration)) from None
                 continue
-            if ok:
-                return value
-            dead = dead_workers(self.pipe)  # DALI's own "receiving interrupted" after a death
-            if dead:
-                raise worker_died_error(self.pipe, iteration, dead) from value
-            raise value
+            self._pending = None
+            return result
 
     def _stall_message(self, iteration: int) -> str:
         alive = [p.pid for p in worker_processes(self.pipe)]
@@ -127,7 +182,24 @@ class PipelineWatchdog:
             f"the pipeline at iteration {iteration}."
         )
 
+    def settle(self) -> bool:
+        """Wait (up to the deadline) for a run-ahead nobody will take, so that the pipeline can be
+        closed while no thread is inside it; ``False`` (and stuck) when it did not end in time."""
+        if self._pending is None or self.stuck:
+            return not self.stuck
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                self._results.get(timeout=self.poll_s)
+            except queue.Empty:
+                if dead_workers(self.pipe) or time.monotonic() > deadline:
+                    self.stuck = True
+                    return False
+                continue
+            self._pending = None
+            return True
+
     def stop(self) -> None:
         """End the run thread (only when it is not stuck inside the pipeline)."""
         if not self.stuck:
-            self._requests.put(False)
+            self._requests.put(None)

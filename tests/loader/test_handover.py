@@ -4,13 +4,16 @@ for bit as the in-process computation makes them, images come without a copy and
 from __future__ import annotations
 
 import io
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.iterator import COLLECT_KEYS, LIST_KEYS, build_loader
+from dali_streampetr.config import loader_config_from
+from dali_streampetr.iterator import COLLECT_KEYS, LIST_KEYS, DaliStreamLoader, build_loader
 from dali_streampetr.plan import frame_targets
 from dali_streampetr.targets import (
     GEOMETRY_WIDTH,
@@ -75,7 +78,7 @@ def test_images_are_dalis_buffer_and_stay_valid(tiny_root):
     """No copy on the CPU (the tensor is a view of DALI's output), and a kept batch is never
     overwritten by later batches or by closing the loader."""
     loader = build_loader(tiny_config(py_num_workers=1, prefetch_queue_depth=2), tiny_root, seed=5)
-    next(loader)
+    loader._build()  # the pipeline of iteration 0, before any run
     run, seen = loader._pipe.run, []
     loader._pipe.run = lambda: seen.append(run()) or seen[-1]  # the real outputs, kept for a look
     img = next(loader)["img"]
@@ -148,7 +151,94 @@ def test_a_batch_of_another_iteration_is_refused(tiny_root):
     """Every sample record names its iteration: pixels and targets of one iteration are never
     handed over as another's (here a batch is taken from the pipeline behind the loader's back)."""
     with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=2) as loader:
-        next(loader)
-        loader._pipe.run()  # iteration 1 consumed out of band
-        with pytest.raises(RuntimeError, match=r"delivered iteration \[2\] as iteration 1"):
+        loader._build()
+        loader._pipe.run()  # iteration 0 consumed out of band, before the loader ran anything
+        with pytest.raises(RuntimeError, match=r"delivered iteration \[1\] as iteration 0"):
             next(loader)
+
+
+# -- the run-ahead: the next batch is run and assembled while the model trains ------------------------
+
+
+class Recording(DaliStreamLoader):
+    """Notes which iteration was assembled on which thread; fails the assembly of ``fail_at`` once."""
+
+    def __init__(self, *args, fail_at: int = -1, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.assembled: list[tuple[int, str]] = []
+        self.fail_at = fail_at
+
+    def _assemble(self, outputs, iteration: int) -> dict:
+        self.assembled.append((iteration, threading.current_thread().name))
+        if iteration == self.fail_at:
+            self.fail_at = -1
+            raise ValueError(f"assembly of iteration {iteration} broke")
+        return super()._assemble(outputs, iteration)
+
+
+def recording(root: Path, **kwargs) -> Recording:
+    return Recording(loader_config_from(tiny_config(py_num_workers=1)), root, seed=4, **kwargs)
+
+
+def indices(batch: dict) -> list[int]:
+    return [d["index"] for d in batch["dali"]]
+
+
+def test_the_next_batch_is_assembled_off_the_training_thread_before_it_is_asked_for(tiny_root):
+    with recording(tiny_root) as loader:
+        next(loader)
+        deadline = time.monotonic() + 60
+        while len(loader.assembled) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # iteration 1 is ready although nobody called next() again, and no assembly ran here
+        assert loader.assembled == [(0, "dali-pipeline-run"), (1, "dali-pipeline-run")]
+        assert threading.current_thread().name != "dali-pipeline-run"
+        second = next(loader)
+        assert indices(second) == [p.index for p in loader.planner.plan(1)]
+        assert loader.iteration == 2 and loader.state_dict()["iteration"] == 2  # handed over, not run
+
+
+def test_loading_a_state_drops_the_batch_run_ahead(tiny_root):
+    """A resumed position wins over the batch already assembled for the old one."""
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4) as loader:
+        start = loader.state_dict()
+        first = [next(loader) for _ in range(3)]  # iteration 3 runs ahead now
+        loader.load_state_dict(start)
+        again = next(loader)
+    assert indices(again) == indices(first[0]) and torch.equal(again["img"], first[0]["img"])
+
+
+def test_an_assembly_error_is_raised_by_its_own_next_and_the_loader_rebuilds_there(tiny_root):
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4) as clean:
+        expected = [next(clean) for _ in range(4)]
+    with recording(tiny_root, fail_at=2) as loader:
+        got = [next(loader), next(loader)]  # iteration 2 fails on the run thread meanwhile
+        with pytest.raises(ValueError, match="assembly of iteration 2 broke"):
+            next(loader)
+        assert loader.iteration == 2
+        got += [next(loader), next(loader)]
+    for a, b in zip(got, expected, strict=True):
+        assert indices(a) == indices(b) and torch.equal(a["img"], b["img"])
+
+
+def test_close_while_a_batch_runs_ahead_stops_the_worker_and_keeps_the_batch(tiny_root):
+    loader = build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4)
+    batch = next(loader)  # iteration 1 starts on the run thread
+    kept = batch["img"].clone()
+    (pid,) = loader.worker_pids()
+    loader.close()
+    assert loader._pipe is None
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the worker exits (and is reaped by multiprocessing)
+    assert not Path(f"/proc/{pid}").exists()
+    assert torch.equal(batch["img"], kept)
+
+
+def test_collate_runs_on_the_training_thread_and_its_result_is_handed_over(tiny_root):
+    seen = []
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4) as loader:
+        loader.collate = lambda batch: seen.append(threading.current_thread().name) or ("wrapped", batch)
+        tag, batch = next(loader)
+    assert tag == "wrapped" and isinstance(batch["img"], torch.Tensor)
+    assert seen == [threading.current_thread().name]
