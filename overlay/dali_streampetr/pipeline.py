@@ -221,6 +221,14 @@ class ImageSource:
         return encoded, rows, records
 
 
+def dali_queue_depth(prefetch_queue_depth: int) -> int:
+    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the loader's run-ahead
+    (:mod:`.watchdog`) holds one of the batches prepared ahead, DALI the others. The batches ahead
+    of the training thread, and their memory, stay what DALI's depth alone gave before the
+    run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
+    return max(1, prefetch_queue_depth - 1)
+
+
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
     """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
 
@@ -251,7 +259,7 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
         device_id=device_id,
         seed=seed,
         exec_dynamic=True,
-        prefetch_queue_depth=cfg.prefetch_queue_depth,
+        prefetch_queue_depth=dali_queue_depth(cfg.prefetch_queue_depth),
         py_num_workers=max(1, cfg.py_num_workers),
         py_start_method="fork" if fork else "spawn",
     )

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
-from .cases import ACCV_BATCH, ROOT, sweep
+from .cases import ACCV_BATCH, ROOT, Case, sweep
 from .runcase import RESULT_TAG
 
 PACKAGES = (
@@ -43,6 +43,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--batches", type=int, default=10, help="timed batches per repeat, r50 (default 10)")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats, >= 3 for a median (default 3)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed batches first (default 3)")
+    ap.add_argument(
+        "--rounds", type=int, default=1,
+        help="run the sweep this many times, every other round in reverse order, and pool each "
+        "configuration's repeats (evens out a host whose speed drifts; default 1)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench", help="output folder")
     ap.add_argument("--profiles", default="r50,accv", help="comma list of r50, accv (default both)")
     ap.add_argument("--only", default="", help="run only configurations whose name contains this")
@@ -62,8 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--stall", action="store_true", help="also the loader-stall measurement (see stall)")
     ap.add_argument("--stall-iters", type=int, default=20, help="training iterations per stall run (20)")
     args = ap.parse_args(argv)
-    if args.repeats < 1 or args.batches < 1:
-        ap.error("--batches and --repeats must be >= 1")
+    if args.repeats < 1 or args.batches < 1 or args.rounds < 1:
+        ap.error("--batches, --repeats and --rounds must be >= 1")
     if args.step_s < 0 or args.handover_calls < 0:
         ap.error("--step-s and --handover-calls must be >= 0")
     return args
@@ -124,6 +129,32 @@ def meta(args: argparse.Namespace, data_root: Path) -> dict[str, Any]:
     }
 
 
+def measure_case(case: Case, args: argparse.Namespace, data_root: Path, overrides: dict) -> dict[str, Any]:
+    """One configuration in its own process (:mod:`.runcase`), with a progress line."""
+    spec = {
+        "case": {k: v for k, v in case.to_dict().items() if k not in ("name", "cores")},
+        "data_root": str(data_root),
+        "warmup": args.warmup if case.profile == "r50" else min(args.warmup, 2),
+        "batches": batches_for(case.profile, args.batches),
+        "repeats": args.repeats,
+        "step_s": args.step_s,
+        "handover_calls": args.handover_calls,
+        "overrides": overrides if case.loader == "dali" else {},
+    }
+    t0 = time.perf_counter()
+    res = run_json("loaderbench.runcase", spec)
+    res.setdefault("case", case.to_dict())
+    if "error" not in res:
+        s = report.summarise_case(res)
+        msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
+        if s.get("handover_ms") is not None:
+            msg += f"  next() after a step {s['handover_ms']:.1f} ms"
+    else:
+        msg = "FAILED " + res["error"]
+    print(f"  {case.name:24s} {msg}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t_start = time.perf_counter()
@@ -134,32 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     info = meta(args, data_root)
     load_start = os.getloadavg()
     print(f"loaderbench: data {data_root}, load average {load_start[0]:.2f}", flush=True)
-    cases: list[dict[str, Any]] = []
-    for case in sweep(profiles, gpu, args.accv_full, not args.no_variants):
-        if args.only and args.only not in case.name:
-            continue
-        spec = {
-            "case": {k: v for k, v in case.to_dict().items() if k not in ("name", "cores")},
-            "data_root": str(data_root),
-            "warmup": args.warmup if case.profile == "r50" else min(args.warmup, 2),
-            "batches": batches_for(case.profile, args.batches),
-            "repeats": args.repeats,
-            "step_s": args.step_s,
-            "handover_calls": args.handover_calls,
-            "overrides": overrides if case.loader == "dali" else {},
-        }
-        t0 = time.perf_counter()
-        res = run_json("loaderbench.runcase", spec)
-        res.setdefault("case", case.to_dict())
-        if "error" not in res:
+    todo = [c for c in sweep(profiles, gpu, args.accv_full, not args.no_variants) if args.only in c.name]
+    measured: dict[str, list[dict[str, Any]]] = {case.name: [] for case in todo}
+    for round_no in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {round_no + 1} of {args.rounds}", flush=True)
+        for case in todo if round_no % 2 == 0 else todo[::-1]:
+            measured[case.name].append(measure_case(case, args, data_root, overrides))
+    cases = []
+    for case in todo:
+        failed = [r for r in measured[case.name] if "error" in r]
+        res = failed[0] if failed else report.merge_rounds(measured[case.name])
+        if not failed:
             res["summary"] = report.summarise_case(res)
-            s = res["summary"]
-            msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
-            if s.get("handover_ms") is not None:
-                msg += f"  next() after a step {s['handover_ms']:.1f} ms"
-        else:
-            msg = "FAILED " + res["error"]
-        print(f"  {case.name:24s} {msg}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         cases.append(res)
     floors_raw, floors = [], []
     if not args.no_floor:

@@ -53,6 +53,21 @@ def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration measured in several rounds of the sweep as one result: the repeats and
+    the timed ``next()`` calls of every round pooled (so the medians span the host's drift between
+    rounds), the highest peak memory of any round; the rounds themselves kept under ``rounds``."""
+    if len(rounds) == 1:
+        return rounds[0]
+    merged = {**rounds[-1], "rounds": rounds}
+    for key in ("repeat_wall_s", "repeat_cpu_s", "handover_s"):
+        merged[key] = [v for r in rounds for v in r.get(key) or []]
+    merged["repeats"] = sum(r["repeats"] for r in rounds)
+    for key in ("peak_rss_mb", "peak_pss_mb"):
+        merged[key] = max(r[key] for r in rounds)
+    return merged
+
+
 def summarise_floor(raw: dict[str, Any]) -> list[dict[str, Any]]:
     n = raw["batches"]
     out = []

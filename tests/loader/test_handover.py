@@ -242,3 +242,25 @@ def test_collate_runs_on_the_training_thread_and_its_result_is_handed_over(tiny_
         tag, batch = next(loader)
     assert tag == "wrapped" and isinstance(batch["img"], torch.Tensor)
     assert seen == [threading.current_thread().name]
+
+
+@pytest.mark.parametrize("depth,ahead", [(1, 1), (2, 1), (3, 2)])
+def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch, depth, ahead):
+    """``prefetch_queue_depth - 1`` batches (at least 1) are prepared ahead of the one handed over:
+    the run-ahead holds one, DALI's queue the rest (the source runs in process here, so every
+    iteration DALI schedules calls it)."""
+    from dali_streampetr.pipeline import ImageSource
+
+    planned: list[int] = []
+    call = ImageSource.__call__
+
+    def recording_call(self, batch_info):
+        planned.append(self.start + (batch_info if isinstance(batch_info, int) else batch_info.iteration))
+        return call(self, batch_info)
+
+    monkeypatch.setattr(ImageSource, "__call__", recording_call)
+    with build_loader(tiny_config(py_num_workers=0, prefetch_queue_depth=depth), tiny_root, seed=4) as loader:
+        for handed in range(1, 4):
+            next(loader)
+            time.sleep(1.0)  # a model step: whatever is prepared ahead is prepared now
+            assert max(planned) == handed - 1 + ahead, (handed, planned)

@@ -139,3 +139,18 @@ def test_table_without_handover_timing():
     cases = [with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.2))]
     assert cases[0]["summary"]["handover_ms"] is None
     assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in report.table(cases, [], report.ratios(cases, []))
+
+
+def test_rounds_pool_repeats_and_keep_the_highest_peak():
+    case = Case("r50", "dali", threads=1)
+    first = {**raw(case, [200, 210, 220], 0.3, handover_ms=[1.0, 2.0], pss=900.0), "repeats": 3}
+    second = {**raw(case, [300, 310, 320], 0.5, handover_ms=[4.0], pss=950.0), "repeats": 3}
+    merged = report.merge_rounds([first, second])
+    assert merged["repeats"] == 6 and merged["rounds"] == [first, second]
+    s = report.summarise_case(merged)
+    assert s["ms_per_batch"] == pytest.approx(260)  # median of the six repeats, not of one round
+    assert s["ms_per_batch_min"] == pytest.approx(200) and s["ms_per_batch_max"] == pytest.approx(320)
+    assert s["cpu_s_per_batch"] == pytest.approx(0.4)
+    assert s["handover_ms"] == pytest.approx(2.0) and s["handover_ms_max"] == pytest.approx(4.0)
+    assert s["peak_pss_mb"] == 950.0
+    assert report.merge_rounds([first]) is first
