@@ -101,12 +101,12 @@ class PipelineWatchdog:
         self,
         pipe: Any,
         timeout_s: float,
-        prepare: Callable[[Any, int], Any] | None = None,
+        prepare: Callable[[Any, int], Any],
         poll_s: float = 0.05,
         grace_s: float = HANDOVER_GRACE_S,
     ) -> None:
         self.pipe, self.timeout_s, self.poll_s, self.grace_s = pipe, timeout_s, poll_s, grace_s
-        self.prepare = prepare or (lambda outputs, iteration: outputs)
+        self.prepare = prepare
         self._requests: queue.Queue = queue.Queue()
         self._results: queue.Queue = queue.Queue()
         self._pending: int | None = None  # requested, result not taken yet
@@ -126,7 +126,7 @@ class PipelineWatchdog:
                 self._results.put((True, self.prepare(outputs, iteration)))
             except BaseException as exc:  # noqa: BLE001
                 self._results.put((False, AssemblyError(exc)))
-            del outputs
+            del outputs  # the batch keeps what it needs; drop the rest before waiting for a request
 
     def request(self, iteration: int) -> None:
         """Start iteration ``iteration`` now (no-op when one is already requested or the pipe is stuck)."""
@@ -185,19 +185,12 @@ class PipelineWatchdog:
     def settle(self) -> bool:
         """Wait (up to the deadline) for a run-ahead nobody will take, so that the pipeline can be
         closed while no thread is inside it; ``False`` (and stuck) when it did not end in time."""
-        if self._pending is None or self.stuck:
-            return not self.stuck
-        deadline = time.monotonic() + self.timeout_s
-        while True:
+        if self._pending is not None and not self.stuck:
             try:
-                self._results.get(timeout=self.poll_s)
-            except queue.Empty:
-                if dead_workers(self.pipe) or time.monotonic() > deadline:
-                    self.stuck = True
-                    return False
-                continue
-            self._pending = None
-            return True
+                self._wait(self._pending, time.monotonic() + self.timeout_s)
+            except LoaderFaultError:
+                return False
+        return not self.stuck
 
     def stop(self) -> None:
         """End the run thread (only when it is not stuck inside the pipeline)."""

@@ -3,7 +3,10 @@ for bit as the in-process computation makes them, images come without a copy and
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -264,3 +267,31 @@ def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch,
             next(loader)
             time.sleep(1.0)  # a model step: whatever is prepared ahead is prepared now
             assert max(planned) == handed - 1 + ahead, (handed, planned)
+
+
+def test_close_with_a_run_ahead_stuck_on_a_frozen_worker_kills_it_after_the_deadline(tiny_root):
+    """``close()`` waits for a run-ahead only up to ``batch_timeout_s``; one that cannot end (its
+    worker is frozen) makes it kill the worker instead of waiting for ever."""
+    loader = build_loader(tiny_config(py_num_workers=1, batch_timeout_s=1.0), tiny_root, seed=4)
+    next(loader)
+    (pid,) = loader.worker_pids()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(5):  # batches the worker made before it froze are still handed over
+            time.sleep(0.5)
+            if loader._watchdog._results.empty():
+                break  # the run-ahead is blocked on the frozen worker
+            next(loader)
+        else:
+            pytest.fail("the run-ahead never blocked on the frozen worker")
+        start = time.monotonic()
+        loader.close()
+        waited = time.monotonic() - start
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert 1.0 <= waited < 10 and loader._pipe is None
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()  # killed, not left stopped
