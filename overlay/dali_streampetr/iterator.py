@@ -265,7 +265,8 @@ class DaliStreamLoader:
             else:
                 batch[key] = [[[torch.from_numpy(a) for a in s[key]]] for s in samples]
         fH, fW = self.cfg.aug.final_dim
-        pad_shape = (img.shape()[-2], img.shape()[-1], 3)
+        *_, height, width = img.shape()
+        pad_shape = (height, width, 3)
         batch["img_metas"] = []
         batch["dali"] = []
         for b, sample in enumerate(samples):
