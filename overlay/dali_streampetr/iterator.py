@@ -17,19 +17,10 @@ from .pipeline import GEOMETRY, INFO, ImageSource, build_pipeline
 from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
 from .targets import read_record, split_geometry
+from .training_mode import COLLECT_KEYS  # per-frame geometry and timing, stacked on the T axis
 from .validate import require_cuda
 from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, worker_processes
 
-# StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
-COLLECT_KEYS = (
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-)
 STACKED_KEYS = ("img", "prev_exists", *COLLECT_KEYS)
 LIST_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
 STATE_VERSION = 1
