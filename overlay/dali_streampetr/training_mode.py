@@ -24,7 +24,7 @@ from typing import Any
 from .validate import ConfigValueError, is_bool, is_int
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
-MODES_REPRODUCED = (STREAMING,)
+MODES_REPRODUCED = (STREAMING, SINGLE_FRAME)
 DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
 GROUP_SAMPLER = "DistributedGroupSampler"

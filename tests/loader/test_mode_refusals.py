@@ -9,7 +9,7 @@ import re
 
 import pytest
 from dali_streampetr.config import loader_config_from
-from dali_streampetr.training_mode import STREAMING, UnsupportedConfigError
+from dali_streampetr.training_mode import SINGLE_FRAME, STREAMING, UnsupportedConfigError
 from upstream_like import upstream_config
 
 
@@ -139,7 +139,22 @@ def test_absent_dataset_keys_take_upstream_defaults():
         loader_config_from(cfg)
 
 
-@pytest.mark.parametrize("mode", ["single_frame", "sliding_window"])
-def test_modes_not_reproduced_are_refused_by_name(mode):
-    with pytest.raises(UnsupportedConfigError, match=f"{mode.replace('_', '-')} training is not reproduced"):
-        loader_config_from(upstream_config(mode))
+def test_sliding_window_is_refused_by_name():
+    with pytest.raises(UnsupportedConfigError, match="sliding-window training is not reproduced"):
+        loader_config_from(upstream_config("sliding_window"))
+
+
+def test_the_petrv1_config_selects_single_frame_with_upstreams_filter_default():
+    mode = loader_config_from(upstream_config("single_frame")).mode
+    assert (mode.name, mode.epoch_based, mode.queue_length, mode.filter_empty_gt) == (
+        SINGLE_FRAME,
+        True,
+        1,
+        True,
+    )
+
+
+def test_offset_order_per_rank_is_refused_outside_streaming():
+    cfg = upstream_config("single_frame", replicate_dataset_per_gpu=True, offset_order_per_rank=True)
+    with pytest.raises(UnsupportedConfigError, match=r"offset_order_per_rank=True .*DistributedGroupSampler"):
+        loader_config_from(cfg)
