@@ -24,7 +24,6 @@ from typing import Any
 from .validate import ConfigValueError, is_bool, is_int
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
-MODES_REPRODUCED = (STREAMING, SINGLE_FRAME)
 DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
 GROUP_SAMPLER = "DistributedGroupSampler"
@@ -221,7 +220,7 @@ def training_mode_from(cfg: Any, class_names: tuple[str, ...]) -> TrainingMode:
             f"at most queue_length={queue} with filter_empty_gt=True",
             "upstream's check indexes the last num_frame_losses frames of the queue",
         )
-    mode = TrainingMode(
+    return TrainingMode(
         name,
         queue_length=queue,
         random_length=values["random_length"] if queue > 1 else 0,  # a queue of 1 is [index] whatever it is
@@ -229,11 +228,3 @@ def training_mode_from(cfg: Any, class_names: tuple[str, ...]) -> TrainingMode:
         filter_empty_gt=values["filter_empty_gt"],
         runner=runner,
     )
-    if name not in MODES_REPRODUCED:
-        raise refuse(
-            "data.train.seq_mode / queue_length",
-            (False, queue),
-            "seq_mode=True (streaming)",
-            f"{name.replace('_', '-')} training is not reproduced yet",
-        )
-    return mode

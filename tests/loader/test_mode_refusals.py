@@ -9,7 +9,7 @@ import re
 
 import pytest
 from dali_streampetr.config import loader_config_from
-from dali_streampetr.training_mode import SINGLE_FRAME, STREAMING, UnsupportedConfigError
+from dali_streampetr.training_mode import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
 from upstream_like import upstream_config
 
 
@@ -139,9 +139,14 @@ def test_absent_dataset_keys_take_upstream_defaults():
         loader_config_from(cfg)
 
 
-def test_sliding_window_is_refused_by_name():
-    with pytest.raises(UnsupportedConfigError, match="sliding-window training is not reproduced"):
-        loader_config_from(upstream_config("sliding_window"))
+def test_the_8key_config_selects_the_sliding_window():
+    mode = loader_config_from(upstream_config("sliding_window")).mode
+    assert (mode.name, mode.queue_length, mode.random_length, mode.num_frame_losses) == (
+        SLIDING_WINDOW,
+        8,
+        1,
+        2,
+    )
 
 
 def test_the_petrv1_config_selects_single_frame_with_upstreams_filter_default():
