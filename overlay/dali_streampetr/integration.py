@@ -64,9 +64,10 @@ class SlotLoggingLoader(MMDetDaliLoader):
             zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True)
         ):
             pixels = images[b].tobytes()
-            slots.append(
-                {"scene": meta[0]["scene_token"], "token": record["token"], "index": record["index"],
-                 "prev_exists": bool(prev[0]), "draw": record["draw"].as_dict(),
+            slots.append(  # the sample's own (last) frame; a multi-frame sample also lists its queue
+                {"scene": meta[-1]["scene_token"], "token": record["token"], "index": record["index"],
+                 "prev_exists": bool(prev[-1]), "draw": record["draw"].as_dict(),
+                 "queue": [f["index"] for f in record["frames"]],
                  "img_sha1": hashlib.sha1(pixels).hexdigest()}
             )  # fmt: skip
         line = {"iter": iteration, "rank": self.loader.rank, "slots": slots}
