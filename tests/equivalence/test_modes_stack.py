@@ -181,3 +181,18 @@ def test_8key_queues_match_upstream_over_many_iterations(upstream, synthetic_dat
             random.seed(queue_seed(2, rank, it, 0))
             ours = [(p.index, p.prev_exists) for p in loader.planner.plan(it)]
             assert ours == dataset.prepare_train_data(index), (world_size, rank, it)
+
+
+def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -> None:
+    """Without one, upstream samples with mmdet's GroupSampler from the main process's np.random:
+    refused by name before anything is built; streaming configs are unaffected."""
+    import torch.distributed as dist
+    from dali_streampetr.integration import require_distributed_for
+    from dali_streampetr.training_mode import UnsupportedConfigError
+    from equivalence.loaders import load_config
+
+    assert not dist.is_initialized()
+    for name in ("petrv1", "8key"):
+        with pytest.raises(UnsupportedConfigError, match="launch distributed, also for one process"):
+            require_distributed_for(load_config(name, synthetic_dataset))
+    require_distributed_for(load_config("r50", synthetic_dataset))

@@ -16,8 +16,8 @@ data = dict(samples_per_gpu=1, workers_per_gpu=1)
 
 optimizer_config = dict(_delete_=True, grad_clip=dict(max_norm=35, norm_type=2))
 lr_config = dict(warmup_iters=2)
-total_epochs = None  # custom_train_detector asserts total_epochs == runner.max_epochs
-runner = dict(_delete_=True, type="IterBasedRunner", max_iters=num_iters)
+total_epochs = None  # custom_train_detector asserts total_epochs == runner.max_epochs (None: no epochs)
+runner = dict(_delete_=True, type="IterBasedRunner", max_iters=num_iters, max_epochs=None)
 checkpoint_config = dict(interval=num_iters, max_keep_ckpts=1)
 evaluation = dict(interval=num_iters)
 log_config = dict(interval=1, hooks=[dict(type="TextLoggerHook")])
