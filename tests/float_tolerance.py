@@ -23,6 +23,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+# The rounding steps of a batch's lidar2img (dali_streampetr.geometry): K' = ida K and K' ext in
+# float64 (3 + 4), the cast to float32 (1), then three float32 BEV steps, each a 4-term product by
+# a factor rounded once and inverted by LU (3 * 4 + 3 * (1 + 12))
+BATCH_LIDAR2IMG_OPS = 3 + 4 + 1 + 3 * 4 + 3 * (1 + 12)
+
 
 def float_atol(dtype: DTypeLike, scale: float, ops: int = 1) -> float:
     """The worst-case absolute rounding error ``gamma_ops * scale`` of a value computed in ``dtype``
@@ -40,3 +45,17 @@ def product_scale(*factors: ArrayLike) -> float:
     for factor in factors[1:]:
         out = out @ np.abs(np.asarray(factor, dtype=np.float64))
     return float(out.max())
+
+
+def projection_atol(dtype: DTypeLike, lidar2img: ArrayLike, points: ArrayLike, ops: int) -> np.ndarray:
+    """Per point, the bound in pixels on the rounding error of projecting ``points`` (N, 3) with a 4x4
+    ``lidar2img`` when the matrix and the points carry ``ops`` rounding steps in ``dtype`` (the
+    projection's own 4-term dots and division included): u = x / z carries the error of x and |u|
+    times that of z, over z, where x and z round the terms ``|P| @ |(p, 1)|``."""
+    p = np.asarray(lidar2img, dtype=np.float64)
+    hom = np.c_[np.asarray(points, dtype=np.float64), np.ones(len(points))]
+    terms = np.abs(hom) @ np.abs(p).T
+    exact = hom @ p.T
+    pixels = np.abs(exact[:, :2] / exact[:, 2:3])
+    scale = (terms[:, :2] + pixels * terms[:, 2:3]) / np.abs(exact[:, 2:3])
+    return np.array([float_atol(dtype, s, ops) for s in scale.max(1)])

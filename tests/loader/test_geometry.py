@@ -14,7 +14,7 @@ from dali_streampetr.geometry import (
     project,
     transform_boxes2d,
 )
-from float_tolerance import float_atol, product_scale
+from float_tolerance import float_atol, product_scale, projection_atol
 
 FINAL = (256, 704)
 
@@ -53,14 +53,6 @@ def test_ida_matrix_is_resize_crop_flip():
         np.testing.assert_array_equal(got, want)  # exact: halves and integers below 2**52, in float64
 
 
-def projection_scale(lidar2img: np.ndarray, pts: np.ndarray) -> float:
-    """The pixel-scaled magnitude of what a projection u = x / z rounds: a 4-term dot for x and for z
-    (terms |P| |p|), and the division, which carries x's error and |u| times z's over z."""
-    terms = np.abs(np.c_[pts, np.ones(len(pts))]) @ np.abs(lidar2img).T
-    uv, depth = project(lidar2img, pts)
-    return float(((terms[:, :2] + np.abs(uv) * terms[:, 2:3]) / depth[:, None]).max())
-
-
 def test_apply_ida_keeps_projection_consistent():
     rng = np.random.default_rng(0)
     k = np.eye(4)
@@ -72,10 +64,12 @@ def test_apply_ida_keeps_projection_consistent():
     uv, _ = project(k @ ext, pts)
     uv_aug, _ = project(l2i[0], pts)
     want = (np.c_[uv, np.ones(10)] @ ida_matrix(d).T)[:, :2]
-    # float64: K' = ida K and K' ext (3 + 4 roundings), the projection (5) on one side; the projection
-    # and the affine (3-term: 0.5 u and shifts <= 704 px) on the other
-    scale = max(projection_scale(l2i[0], pts), 0.5 * projection_scale(k @ ext, pts) + 704)
-    np.testing.assert_allclose(uv_aug, want, rtol=0, atol=float_atol(np.float64, scale, 3 + 4 + 5 + 5 + 3))
+    # float64: K' = ida K and K' ext (3 + 4 roundings) and the projection (5) on one side; the
+    # projection (5) and the affine (3 terms: 0.5 u and a shift of 704 px) on the other
+    atol = projection_atol(np.float64, l2i[0], pts, 3 + 4 + 5).max()
+    atol += 0.5 * projection_atol(np.float64, k @ ext, pts, 5).max()
+    atol += float_atol(np.float64, 0.5 * np.abs(uv).max() + 704, 3)
+    np.testing.assert_allclose(uv_aug, want, rtol=0, atol=atol)
     atol = float_atol(np.float64, product_scale(intr[0], ext), 2 * 4)  # the same 4-term products
     np.testing.assert_allclose(l2i[0], intr[0] @ ext, rtol=0, atol=atol)
 
