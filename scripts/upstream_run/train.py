@@ -28,6 +28,8 @@ CONFIGS = {
         "smoke": "projects/configs/cpu/stream_petr_r50_cpu_smoke.py",
         "small": "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py",
         "plain-attn": "projects/configs/cpu/stream_petr_r50_cpu_smoke_plain_attn.py",
+        "petrv1": "projects/configs/cpu/petrv1_r50_cpu_smoke.py",
+        "8key": "projects/configs/cpu/stream_petr_r50_8key_cpu_smoke_352.py",
     },
     "dali": {
         "smoke": "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py",
