@@ -3,7 +3,11 @@
 # with the CPU changes of ./stream_petr_r50_cpu_smoke.py (no pretrained weights, fp32 OptimizerHook,
 # no activation checkpointing, a short IterBasedRunner schedule over the epoch-based
 # DistributedGroupSampler, a log line per iteration) and the image size of
-# ./stream_petr_r50_cpu_smoke_352.py (final_dim 128x352: 48 images per sample).
+# ./stream_petr_r50_cpu_smoke_352.py (final_dim 128x352: 48 images per sample). Batch 2 instead of
+# upstream's 1: with batch 1, Petr3D.extract_img_feat squeezes the image view in place
+# (img.squeeze_()) once for the frames with gradients and again for the earlier frames; in fp32
+# (no Fp16OptimizerHook copy on the CPU) the backbone's saved input is that view, and backward fails
+# ("modified by an inplace operation") whenever GridMask (p = 0.7) leaves the image as is.
 # The pipeline is restated because a child config cannot edit the parent's list in place.
 _base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"]
 
@@ -92,4 +96,4 @@ train_pipeline = [
         ),  # fmt: skip
     ),
 ]
-data = dict(samples_per_gpu=1, workers_per_gpu=1, train=dict(pipeline=train_pipeline))
+data = dict(samples_per_gpu=2, workers_per_gpu=1, train=dict(pipeline=train_pipeline))
