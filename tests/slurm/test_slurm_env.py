@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-
-MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "slurm_env.py"
-spec = importlib.util.spec_from_file_location("slurm_env", MODULE)
-slurm_env = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(slurm_env)
 
 TASK = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_JOB_ID": "4242"}
 
@@ -30,30 +25,32 @@ TASK = {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_J
         ("dgx-a100-[3]", ["dgx-a100-3"]),
     ],
 )
-def test_nodelist_expands_as_scontrol_prints_it(nodelist: str, hosts: list[str]) -> None:
+def test_nodelist_expands_as_scontrol_prints_it(
+    slurm_env: ModuleType, nodelist: str, hosts: list[str]
+) -> None:
     assert slurm_env.expand_hostlist(nodelist) == hosts
 
 
 @pytest.mark.parametrize("nodelist", ["node[01-04", "node]1[", "node[4-2]", "node[a-b]", "n[[1]]", ""])
-def test_a_malformed_nodelist_is_refused_naming_it(nodelist: str) -> None:
+def test_a_malformed_nodelist_is_refused_naming_it(slurm_env: ModuleType, nodelist: str) -> None:
     with pytest.raises(slurm_env.SlurmEnvError, match="node list"):
         slurm_env.expand_hostlist(nodelist)
 
 
-def test_rank_world_size_local_rank_and_master_from_the_task_variables() -> None:
+def test_rank_world_size_local_rank_and_master_from_the_task_variables(slurm_env: ModuleType) -> None:
     env = slurm_env.slurm_dist_env({**TASK, "SLURM_NODELIST": "node[03-04]", "MASTER_PORT": "29511"})
     assert env == {
         "RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node03", "MASTER_PORT": "29511",
     }  # fmt: skip
 
 
-def test_the_step_nodelist_and_a_set_master_addr_win() -> None:
+def test_the_step_nodelist_and_a_set_master_addr_win(slurm_env: ModuleType) -> None:
     task = {**TASK, "SLURM_NODELIST": "node[01-08]", "SLURM_STEP_NODELIST": "node[05-06]"}
     assert slurm_env.slurm_dist_env(task)["MASTER_ADDR"] == "node05"
     assert slurm_env.slurm_dist_env({**task, "MASTER_ADDR": "10.0.0.1"})["MASTER_ADDR"] == "10.0.0.1"
 
 
-def test_every_task_of_a_step_agrees_on_the_port_and_steps_differ() -> None:
+def test_every_task_of_a_step_agrees_on_the_port_and_steps_differ(slurm_env: ModuleType) -> None:
     step = {**TASK, "SLURM_NODELIST": "n[1-2]", "SLURM_STEP_ID": "0"}
     tasks = [{**step, "SLURM_PROCID": str(r)} for r in range(8)]
     ports = {slurm_env.slurm_dist_env(t)["MASTER_PORT"] for t in tasks}
@@ -65,7 +62,7 @@ def test_every_task_of_a_step_agrees_on_the_port_and_steps_differ() -> None:
     assert len({str(port), next_step, next_job}) == 3
 
 
-def test_a_port_slurm_reserved_for_the_step_is_used() -> None:
+def test_a_port_slurm_reserved_for_the_step_is_used(slurm_env: ModuleType) -> None:
     task = {**TASK, "SLURM_NODELIST": "n1", "SLURM_STEP_RESV_PORTS": "12001-12003"}
     assert slurm_env.slurm_dist_env(task)["MASTER_PORT"] == "12001"
 
@@ -79,7 +76,7 @@ def test_a_port_slurm_reserved_for_the_step_is_used() -> None:
         ({"SLURM_NODELIST": None}, r"\$SLURM_NODELIST is not set"),
     ],
 )
-def test_missing_or_bad_variables_are_named(change: dict, message: str) -> None:
+def test_missing_or_bad_variables_are_named(slurm_env: ModuleType, change: dict, message: str) -> None:
     task = {**TASK, "SLURM_NODELIST": "n1", **change}
     with pytest.raises(slurm_env.SlurmEnvError, match=message):
         slurm_env.slurm_dist_env({k: v for k, v in task.items() if v is not None})
@@ -93,7 +90,9 @@ def fake_scontrol(tmp_path: Path, output: str, code: int = 0) -> str:
     return str(path)
 
 
-def test_scontrol_is_asked_first_and_the_fallback_covers_its_failure(tmp_path: Path) -> None:
+def test_scontrol_is_asked_first_and_the_fallback_covers_its_failure(
+    slurm_env: ModuleType, tmp_path: Path
+) -> None:
     scontrol = fake_scontrol(tmp_path, "fromscontrol\\nother\\n")
     assert slurm_env.first_host("node[1-2]", scontrol) == "fromscontrol"
     assert (tmp_path / "args").read_text().split() == ["show", "hostnames", "node[1-2]"]
@@ -101,7 +100,9 @@ def test_scontrol_is_asked_first_and_the_fallback_covers_its_failure(tmp_path: P
     assert slurm_env.first_host("node[1-2]", broken) == "node1"
 
 
-def test_export_updates_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_updates_the_process_environment(
+    slurm_env: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", "")  # no scontrol: the pure-Python expansion
     for key, value in {**TASK, "SLURM_NODELIST": "c[7-9]", "SLURM_STEP_ID": "2"}.items():
         monkeypatch.setenv(key, value)
