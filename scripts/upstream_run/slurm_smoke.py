@@ -49,6 +49,14 @@ SLURM_CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali_slurm.p
 TASKS = 2
 
 
+T0 = time.monotonic()
+
+
+def say(message: str) -> None:
+    """A progress line, with the seconds since the start."""
+    print(f"slurm_smoke [{time.monotonic() - T0:4.0f} s]: {message}", flush=True)
+
+
 class SmokeError(Exception):
     """A check of the smoke run failed (the message says which and shows the job's output)."""
 
@@ -98,7 +106,7 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     from slurm_local.cluster import LocalSlurm, missing_programs
 
     if slurm_answers(dict(os.environ), partition):
-        print(f"slurm_smoke: using the running SLURM (partition {partition})", flush=True)
+        say(f"using the running SLURM (partition {partition})")
         yield dict(os.environ)
         return
     if partition != "cpu":
@@ -109,9 +117,9 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
         install_with_apt()
     started = time.monotonic()
     with LocalSlurm() as local:
-        print(f"slurm_smoke: started a local SLURM in {time.monotonic() - started:.0f} s", flush=True)
+        say(f"started a local SLURM in {time.monotonic() - started:.0f} s")
         yield local.env
-    print("slurm_smoke: stopped the local SLURM (munged, slurmctld, slurmd)", flush=True)
+    say("stopped the local SLURM (munged, slurmctld, slurmd)")
 
 
 def run(env: dict[str, str], *cmd: str) -> str:
@@ -220,14 +228,14 @@ def shard_with_signal_and_requeue(env: dict[str, str], args: argparse.Namespace)
     iters = args.iters
     work = (args.work_dir / "shard").resolve()
     job, out = submit(env, args, work, train_line(args, work, iters, iters, replicate=False))
-    print(f"slurm_smoke: shard: job {job}, {TASKS} tasks x {iters} iterations", flush=True)
+    say(f"shard: job {job}, {TASKS} tasks x {iters} iterations")
 
     def trained(start: int, iteration: int) -> Callable[[dict[str, str]], bool]:
         return lambda fields: f"Iter [{iteration}/{iters}]" in segment(out, start)
 
     wait_for(env, job, "the first iteration", trained(0, 1), args.timeout, out)
     run(env, "scancel", "--signal=USR1", job)
-    print("slurm_smoke: shard: sent SLURM's warning signal (scancel --signal=USR1)", flush=True)
+    say("shard: sent SLURM's warning signal (scancel --signal=USR1)")
     wait_for(env, job, "the requeue by the hook", lambda f: f.get("Restarts") == "1", args.timeout, out)
     saved = re.findall(r"SIGUSR1: saving a checkpoint at (\d+) iterations", segment(out, 0))
     if (
@@ -236,13 +244,13 @@ def shard_with_signal_and_requeue(env: dict[str, str], args: argparse.Namespace)
         or "SIGUSR1: requeueing SLURM job" not in segment(out, 0)
     ):
         raise SmokeError(f"job {job}: no checkpoint and requeue on the signal ({saved}):\n{tail(out)}")
-    print(f"slurm_smoke: shard: iter_{saved[0]}.pth saved on the signal, the job requeued itself", flush=True)
+    say(f"shard: iter_{saved[0]}.pth saved on the signal, the job requeued itself")
     starts = 2
     if args.full:
         again = int(saved[0]) + 1
         wait_for(env, job, "an iteration after the requeue", trained(1, again), args.timeout, out)
         run(env, "scontrol", "requeue", job)
-        print(f"slurm_smoke: shard: requeued with scontrol in iteration {again + 1}", flush=True)
+        say(f"shard: requeued with scontrol in iteration {again + 1}")
         starts = 3
     done = wait_for(env, job, "the end", lambda f: f.get("JobState") == "COMPLETED", args.timeout, out)
     log = out.read_text()
@@ -252,7 +260,7 @@ def shard_with_signal_and_requeue(env: dict[str, str], args: argparse.Namespace)
     resumed = f"auto-resume: resuming from {work / 'latest.pth'}"
     if not all(resumed in segment(out, n) for n in range(1, starts)):
         raise SmokeError(f"job {job}: a requeued start did not auto-resume:\n{tail(out)}")
-    print(f"slurm_smoke: shard: {starts} starts, each requeued one resumed from latest.pth", flush=True)
+    say(f"shard: {starts} starts, each requeued one resumed from latest.pth")
     print(scripts_module(args, "check_run", str(work), str(iters), "slurm_shard"), end="")
     print(scripts_module(args, "slots", str(work)).splitlines()[-1])
     reference = args.work_dir.resolve() / "shard_reference"
@@ -268,7 +276,7 @@ def shard_with_signal_and_requeue(env: dict[str, str], args: argparse.Namespace)
 def replicate(env: dict[str, str], args: argparse.Namespace) -> None:
     work = (args.work_dir / "replicate").resolve()
     job, out = submit(env, args, work, train_line(args, work, 2, 2, replicate=True))
-    print(f"slurm_smoke: replicate: job {job}, {TASKS} tasks x 2 iterations", flush=True)
+    say(f"replicate: job {job}, {TASKS} tasks x 2 iterations")
     wait_for(env, job, "the end", lambda f: f.get("JobState") == "COMPLETED", args.timeout, out)
     print(scripts_module(args, "check_run", str(work), "2", "slurm_replicate"), end="")
     print(scripts_module(args, "slots", str(work), "--replicate-dataset-per-gpu").splitlines()[-1])
@@ -289,7 +297,7 @@ def evaluate(env: dict[str, str], args: argparse.Namespace, checkpoint: Path) ->
     out = checkpoint.parent / "eval"
     shutil.rmtree(out, ignore_errors=True)
     cmd = test_line(args, checkpoint, out)
-    print(f"slurm_smoke: evaluate: $ {shlex.join(cmd)}", flush=True)
+    say(f"evaluate: $ {shlex.join(cmd)}")
     env = {**env, "PYTHONPATH": str(CHECKOUT), "OMP_NUM_THREADS": str(args.cpus_per_task)}
     done = subprocess.run(cmd, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=args.timeout)
     if done.returncode != 0:
@@ -317,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SmokeError, SlurmUnavailable) as exc:
         print(f"upstream_run slurm_smoke: {exc}", file=sys.stderr)
         return 1
-    print(f"slurm_smoke: all checks passed in {time.monotonic() - started:.0f} s")
+    say(f"all checks passed in {time.monotonic() - started:.0f} s")
     return 0
 
 
