@@ -32,6 +32,7 @@ from .lock import hold
 from .pins import Pin
 
 KEEP_REFS = "refs/streampetr-dali/keep"  # keeps fetched pins and rebase targets from being pruned
+INCOMING_REFS = "refs/streampetr-dali/incoming"  # a named ref being fetched (`-<pid>`), until it is kept
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
 
@@ -214,8 +215,11 @@ def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
     local = local_source(origin_arg) if source else None
     origin = str(local) if local else origin_arg
     mirror = fetch(pin, source) if source else require_cached(pin)
-    incoming = f"{KEEP_REFS[: KEEP_REFS.rindex('/')]}/incoming-{os.getpid()}"
+    incoming = f"{INCOMING_REFS}-{os.getpid()}"
     with mirror_lock(pin, "fetch"):
+        stale = git("for-each-ref", "--format=%(refname)", f"{INCOMING_REFS}-*", cwd=mirror).stdout.split()
+        for leftover in stale:  # of fetches that were killed (the exclusive lock rules out live ones)
+            git("update-ref", "-d", leftover, cwd=mirror, check=False)
         proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
         if proc.returncode == 0:
             commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()

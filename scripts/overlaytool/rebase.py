@@ -69,14 +69,10 @@ def resolve(target: Target, ref: str, source: str | None) -> tuple[str, bool]:
         commit = fetch_ref(pin, ref, source)
         return commit, commit not in before
     kept = ref in _keep_refs(target)
-    if source:
-        fetch(pin, source, [ref])
-    elif has_commit(require_cached(pin), ref):
-        with mirror_lock(pin, "rebase"):
-            git("update-ref", f"{KEEP_REFS}/{ref}", ref, cwd=mirror_path(pin))
-    else:
-        fetch(pin, None, [ref])
-    return ref, not kept
+    if source or not has_commit(require_cached(pin), ref):
+        fetch(pin, source, [ref])  # keeps it
+        return ref, not kept
+    return ref, False  # in the cache already (a branch of the pinned URL holds it): nothing to write
 
 
 def _keep_refs(target: Target) -> set[str]:
@@ -115,27 +111,39 @@ def start(target: Target, ref: str, source: str | None = None) -> list[str]:
             "A rebase is already in progress: `nox -s rebase -- --continue`, `-- --skip` or `-- --abort`."
         )
     new, keep_created = resolve(target, ref, source)
-    recorded, warnings = _source_url(target, source)
-    ensure_checkout(target)  # the checkout the lock lives in
-    with checkout_lock(target.checkout, "rebase"):
-        apply_target(target)  # refuses (naming files) if the checkout has local edits
-        fetch_cache_refs(target, "rebase")
-        state = {
-            "old": target.pin.commit,
-            "new": new,
-            "source": recorded,
-            "keep_created": keep_created,
-            "patches": [p.name for p in load_series(target.patch_dir)],
-            "commits": [],
-            "statuses": {},
-            "moves": {},
-            "next": 0,
-            "stop": None,
-            "warnings": warnings,
-        }
-        snapshot(target)
-        _save(target, state)
-        return _start_locked(target, state)
+    try:
+        recorded, warnings = _source_url(target, source)
+        ensure_checkout(target)  # the checkout the lock lives in
+        with checkout_lock(target.checkout, "rebase"):
+            apply_target(target)  # refuses (naming files) if the checkout has local edits
+            fetch_cache_refs(target, "rebase")
+            return _begin(target, new, keep_created, recorded, warnings)
+    except OverlayError:
+        if keep_created and not in_progress(target):  # nothing started: the target is abandoned
+            drop_keep_ref(target.pin, new)
+        raise
+
+
+def _begin(
+    target: Target, new: str, keep_created: bool, source: str | None, warnings: list[str]
+) -> list[str]:
+    """Snapshot the project files, save the state, turn the series into commits and replay it."""
+    state = {
+        "old": target.pin.commit,
+        "new": new,
+        "source": source,
+        "keep_created": keep_created,
+        "patches": [p.name for p in load_series(target.patch_dir)],
+        "commits": [],
+        "statuses": {},
+        "moves": {},
+        "next": 0,
+        "stop": None,
+        "warnings": warnings,
+    }
+    snapshot(target)
+    _save(target, state)
+    return _start_locked(target, state)
 
 
 def _start_locked(target: Target, state: dict) -> list[str]:

@@ -100,14 +100,15 @@ def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> 
     for rel in missing:  # the merge left the patch's version of a file the target does not have
         git("rm", "--cached", "--quiet", "--ignore-unmatch", "--", rel, cwd=checkout)
         _remove(checkout, rel)
+    merged = sorted(set(paths) | set(changed_tracked(checkout)))  # where git's merge put the change
     if missing:
-        return Replayed(MISSING, moves, [p for p in paths if p not in missing], missing)
+        return Replayed(MISSING, moves, [p for p in merged if p not in missing], missing)
     if proc.returncode != 0:
         if not unmerged(checkout):
             raise OverlayError(
                 f"git cherry-pick of {patch.name} failed in {checkout}:\n{proc.stderr.strip()}"
             )
-        return Replayed(CONFLICT, moves, paths)
+        return Replayed(CONFLICT, moves, merged)
     if commit_resolution(checkout, commit):
         return Replayed(MERGED_3WAY, moves, paths)
     return Replayed(ALREADY_UPSTREAM, moves, paths)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,11 @@ def test_a_fork_with_its_own_main_leaves_the_cache_branches_as_they_were(
     assert (pin.commit, pin.source, pin.url) == (head, fork.as_uri(), series.upstream.as_uri())
     capsys.readouterr()
     assert series.run("apply") == 0 and "up to date" in capsys.readouterr().out
+    shutil.rmtree(series.cache)  # a fresh machine: the pin's source serves its commit
+    assert series.run("fetch") == 0
+    assert (
+        git(series.cache / "mirrors" / "exiawsh+StreamPETR.git", "cat-file", "-t", head).strip() == "commit"
+    )
 
 
 def test_abort_drops_the_targets_keep_ref_and_a_bare_name_is_the_pinned_urls_branch(
