@@ -35,6 +35,7 @@ from .cache import (
 from .checkout import checkout_lock, overlay_files, put, state_dir
 from .faults import kill_point
 from .gitcmd import TOOL_IDENTITY, git, git_out, has_commit
+from .pins import URL_RE
 from .rebase_finish import check as check_staged
 from .rebase_finish import discard, new_pin_text, old_patch_dir, old_pin, publish, restore, snapshot, stage
 from .rebase_report import conflict_details, remove_report, status_lines, write_report
@@ -43,7 +44,7 @@ from .replay import CONFLICT, MISSING, commit_resolution, renames, replay, stage
 from .series import load_series, parse_patch
 from .targets import Target
 
-RESOLVED, SKIPPED = "conflict (resolved)", "skipped (dropped from the series)"
+SKIPPED = "skipped (dropped from the series)"
 FULL_ID = re.compile(r"^[0-9a-f]{40}$")
 BEFORE_REF = "refs/streampetr-dali/before-rebase"  # the series as commits on the old pin
 AFTER_REF = "refs/streampetr-dali/after-rebase"  # the replayed series on the target (the finish exports it)
@@ -92,9 +93,8 @@ def _source_url(target: Target, source: str | None) -> tuple[str | None, list[st
     if path is None:
         return (None if source == target.pin.url else source), []
     remote = git("remote", "get-url", "origin", cwd=path, check=False).stdout.strip()
-    hint = (
-        f' (its origin is {remote}: `source = "{remote}"` if the commit was pushed there)' if remote else ""
-    )
+    reachable = URL_RE.match(remote) and not remote.startswith("file:")  # a URL another machine can use
+    hint = f' (its origin is {remote}: `source = "{remote}"` if the commit is there)' if reachable else ""
     return None, [
         f"warning: the new commit came from the local path {path}; the pin's url {target.pin.url} may not "
         f"serve it, so a fresh clone elsewhere may be unable to fetch its own pin.\n"
@@ -207,9 +207,12 @@ def resume(target: Target) -> list[str]:
         stop = state["stop"]
         if stop is not None:
             name = state["patches"][state["next"]]
-            stage_resolution(target.checkout, stop)
+            try:
+                stage_resolution(target.checkout, stop)
+            except OverlayError as exc:
+                raise OverlayError(f"{exc}\nStatuses so far:\n" + "\n".join(status_lines(state))) from exc
             resolved = commit_resolution(target.checkout, state["commits"][state["next"]])
-            state["statuses"][name] = RESOLVED if resolved else "already-upstream"
+            state["statuses"][name] = f"{stop['kind']} (resolved)" if resolved else "already-upstream"
             state["stop"] = None
             state["next"] += 1
             _save(target, state)

@@ -100,10 +100,18 @@ def conflict_details(checkout: Path, patch: Patch, state: dict, missing: list[st
         fps = [fp for fp in patch.files if {fp.old_path, fp.new_path} & sources]
         text = (checkout / rel).read_text(errors="replace") if (checkout / rel).is_file() else ""
         blocks = re.findall(r"(?ms)^<<<<<<< .*?^>>>>>>> [^\n]*$", text)
+        candidates = rename_candidates(checkout, old, new, rel) if kind == MISSING else []
+        paths = sorted(sources | {c["path"] for c in candidates})
         log = git(
-            "log", "--format=%h %ad %s", "--date=short", f"{old}..{new}", "--", *sorted(sources),
-            cwd=checkout, check=False,
-        )  # fmt: skip
+            "log",
+            "--format=%h %ad %s",
+            "--date=short",
+            f"{old}..{new}",
+            "--",
+            *paths,
+            cwd=checkout,
+            check=False,
+        )
         detail = {
             "file": rel,
             "kind": kind,
@@ -115,7 +123,7 @@ def conflict_details(checkout: Path, patch: Patch, state: dict, missing: list[st
             "what_to_do": WHAT_TO_DO[kind],
         }
         if kind == MISSING:
-            detail["candidates"] = rename_candidates(checkout, old, new, rel)
+            detail["candidates"] = candidates
         details.append(detail)
     return details
 
@@ -144,7 +152,8 @@ def write_report(checkout: Path, state: dict, details: list[dict] | None = None,
             lines += [f"- `{c['path']}` ({c['similarity']} % similar)" for c in d["candidates"]] or [
                 "- (no file of the target resembles it: upstream deleted it)"
             ]
-        lines += ["", "Upstream commits touching the file between the pins:", ""]
+        where = "the file (and its candidates)" if d["kind"] == MISSING else "the file"
+        lines += ["", f"Upstream commits touching {where} between the pins:", ""]
         lines += [f"- {c}" for c in d["upstream_commits"]] or ["- (none)"]
         for block in d["conflicts"]:
             lines += ["", "```", block, "```"]

@@ -67,11 +67,13 @@ def test_abort_drops_the_targets_keep_ref_and_a_bare_name_is_the_pinned_urls_bra
 
 def test_a_local_path_source_warns_how_to_point_the_pin(series: Project, tmp_path: Path, capsys) -> None:
     fork, head = fork_of(series, tmp_path, {"docs/fork.md": "fork\n"})
+    published = "https://git.example.invalid/someone/StreamPETR"
+    git(fork, "remote", "set-url", "origin", published)
     assert series.run("rebase", "main", "--from", str(fork)) == 0
     out = capsys.readouterr().out
     assert f"the new commit came from the local path {fork}" in out
     assert f"the pin's url {series.upstream.as_uri()} may not serve it" in out
-    assert "--from <URL that has the commit>" in out and f'source = "{series.upstream}"' in out
+    assert "--from <URL that has the commit>" in out and f'source = "{published}"' in out
     assert load_pin(series.root / "upstream" / "streampetr.toml").source is None
 
 

@@ -60,7 +60,9 @@ def test_a_marker_left_in_a_moved_file_is_refused_by_name_and_line(series: Proje
     lines = model.read_text().splitlines()
     marker_line = next(i for i, line in enumerate(lines, 1) if line.startswith("<<<<<<< "))
     assert series.run("rebase", "--continue") == 1
-    assert f"Conflict markers remain in: src/pkg/model.py:{marker_line}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"Conflict markers remain in: src/pkg/model.py:{marker_line}" in err
+    assert "Statuses so far:\n  use-dali.patch: merged-3way" in err and "model.patch: conflict" in err
 
     resolved = patched(MODEL, 5, "    return x * 100  # ours and theirs")
     model.write_text(resolved)
@@ -119,7 +121,7 @@ def test_missing_at_target_resolved_in_the_new_file(series: Project, capsys) -> 
     new_file = series.checkout / "src" / "pkg" / "model_v2.py"
     new_file.write_text(new_file.read_text().replace("return x - 2", "return x * 2  # ours"))
     assert series.run("rebase", "--continue") == 0
-    assert "model.patch: conflict (resolved)" in capsys.readouterr().out
+    assert "model.patch: missing-at-target (resolved)" in capsys.readouterr().out
     assert patch_paths(series, "model.patch") == ["diff --git a/src/pkg/model_v2.py b/src/pkg/model_v2.py"]
 
 
