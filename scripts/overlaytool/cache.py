@@ -207,11 +207,11 @@ def _fetch_by_id(mirror: Path, origin: str, local: bool, commits: list[str]) -> 
 
 
 def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
-    """The commit `ref` (a branch or tag name) names at `source`, else at the pinned URL; the mirror
+    """The commit `ref` (a branch or tag name) names at `source`, else at the pinned `url`; the mirror
     keeps it under `refs/streampetr-dali/keep/<commit>`, and nothing else of the cache changes.
 
     Offline, a name without `source` falls back to the mirror's own copy of the pinned URL's ref."""
-    origin_arg = source or pin.source or pin.url
+    origin_arg = source or pin.url  # a bare name is the pinned URL's, even when a fork serves the pin
     local = local_source(origin_arg) if source else None
     origin = str(local) if local else origin_arg
     mirror = fetch(pin, source) if source else require_cached(pin)

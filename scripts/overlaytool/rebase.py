@@ -85,10 +85,12 @@ def _keep_refs(target: Target) -> set[str]:
     return {line.rsplit("/", 1)[-1] for line in out.splitlines()}
 
 
-def _source_url(target: Target, source: str | None) -> tuple[str | None, list[str]]:
-    """What the new pin records as `source` (a URL other than `url`), and warnings to print."""
+def _source_url(target: Target, ref: str, source: str | None) -> tuple[str | None, list[str]]:
+    """What the new pin records as `source` (a URL other than `url`), and warnings to print.
+
+    Without `--from` a name is the pinned URL's branch (no source), a commit id keeps the pin's."""
     if source is None:
-        return target.pin.source, []
+        return (target.pin.source if FULL_ID.match(ref) else None), []
     path = local_source(source)
     if path is None:
         return (None if source == target.pin.url else source), []
@@ -112,7 +114,7 @@ def start(target: Target, ref: str, source: str | None = None) -> list[str]:
         )
     new, keep_created = resolve(target, ref, source)
     try:
-        recorded, warnings = _source_url(target, source)
+        recorded, warnings = _source_url(target, ref, source)
         ensure_checkout(target)  # the checkout the lock lives in
         with checkout_lock(target.checkout, "rebase"):
             apply_target(target)  # refuses (naming files) if the checkout has local edits
@@ -239,7 +241,7 @@ def abort(target: Target) -> str:
     checkout = target.checkout
     with checkout_lock(checkout, "rebase"):
         git("am", "--abort", cwd=checkout, check=False)
-        restore(target)
+        restore(target)  # the project files as they were (a kill mid-finish included)
         old = replace(target, pin=old_pin(target))
         git("checkout", "--quiet", "--force", "--detach", state["old"], cwd=checkout)
         apply_target(old, force=True)

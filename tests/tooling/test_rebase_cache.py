@@ -44,6 +44,8 @@ def test_a_fork_with_its_own_main_leaves_the_cache_branches_as_they_were(
     assert (pin.commit, pin.source, pin.url) == (head, fork.as_uri(), series.upstream.as_uri())
     capsys.readouterr()
     assert series.run("apply") == 0 and "up to date" in capsys.readouterr().out
+    assert series.run("rebase", "--check", "main") == 0  # a bare name: the pinned url's main, not the fork's
+    assert f"{head[:12]} → {series.pin[:12]}" in capsys.readouterr().out
     shutil.rmtree(series.cache)  # a fresh machine: the pin's source serves its commit
     assert series.run("fetch") == 0
     assert (
