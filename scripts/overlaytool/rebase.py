@@ -167,6 +167,8 @@ def proceed(target: Target, state: dict) -> list[str]:
     while state["next"] < len(state["patches"]):
         name = state["patches"][state["next"]]
         patch = parse_patch(old_patch_dir(target) / name)
+        state["head"] = git_out("rev-parse", "HEAD", cwd=checkout)  # where a killed replay is undone to
+        _save(target, state)
         done = replay(checkout, patch, state["commits"][state["next"]], state["renames"])
         state["statuses"][name] = done.status
         if done.moves:
@@ -205,15 +207,24 @@ def resume(target: Target) -> list[str]:
         raise OverlayError(
             "The rebase was interrupted while it started: `nox -s rebase -- --abort`, then again."
         )
-    with checkout_lock(target.checkout, "rebase"):
+    checkout = target.checkout
+    with checkout_lock(checkout, "rebase"):
         stop = state["stop"]
+        head = git_out("rev-parse", "HEAD", cwd=checkout)
+        if stop is None and state["next"] < len(state["patches"]) and state.get("head"):  # a killed replay
+            git("am", "--abort", cwd=checkout, check=False)
+            git("reset", "--quiet", "--hard", state["head"], cwd=checkout)
         if stop is not None:
             name = state["patches"][state["next"]]
-            try:
-                stage_resolution(target.checkout, stop)
-            except OverlayError as exc:
-                raise OverlayError(f"{exc}\nStatuses so far:\n" + "\n".join(status_lines(state))) from exc
-            resolved = commit_resolution(target.checkout, state["commits"][state["next"]])
+            if head != state["head"]:  # a --continue killed after committing the resolution
+                resolved = True
+            else:
+                try:
+                    stage_resolution(checkout, stop)
+                except OverlayError as exc:
+                    raise OverlayError(f"{exc}\nStatuses so far:\n" + "\n".join(status_lines(state))) from exc
+                resolved = commit_resolution(checkout, state["commits"][state["next"]])
+                kill_point(f"replay:{name}:resolved")
             state["statuses"][name] = f"{stop['kind']} (resolved)" if resolved else "already-upstream"
             state["stop"] = None
             state["next"] += 1
@@ -266,10 +277,11 @@ def _load(target: Target) -> dict:
 
 
 def _cleanup(target: Target) -> None:
+    """The rebase is over: its state first (a kill after it leaves only leftovers a new rebase replaces)."""
+    _state_path(target).unlink(missing_ok=True)
     for ref in (BEFORE_REF, AFTER_REF):
         git("update-ref", "-d", ref, cwd=target.checkout, check=False)
     discard(target)
-    _state_path(target).unlink(missing_ok=True)
 
 
 def finish(target: Target, state: dict) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import OverlayError
 from .checkout import current
 from .diagnose import diagnose_patch
+from .faults import kill_point
 from .gitcmd import TOOL_IDENTITY, git
 from .series import Patch
 
@@ -87,6 +88,7 @@ def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> 
     if git("apply", "--check", path, cwd=checkout, check=False).returncode == 0:
         exact = diagnose_patch(patch, lambda rel: _data(checkout, rel)) is None
         git("am", "--quiet", "--keep-cr", path, cwd=checkout, env=TOOL_IDENTITY)
+        kill_point(f"replay:{patch.name}:committed")
         return Replayed(CLEAN if exact else OFFSET, moves, paths)
     missing = [
         fp.old_path
@@ -97,6 +99,7 @@ def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> 
         "cherry-pick", "--no-commit", "-X", f"find-renames={RENAME_THRESHOLD}%", commit,
         cwd=checkout, env=TOOL_IDENTITY, check=False,
     )  # fmt: skip
+    kill_point(f"replay:{patch.name}:merged")
     for rel in missing:  # the merge left the patch's version of a file the target does not have
         git("rm", "--cached", "--quiet", "--ignore-unmatch", "--", rel, cwd=checkout)
         _remove(checkout, rel)
@@ -110,6 +113,7 @@ def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> 
             )
         return Replayed(CONFLICT, moves, merged)
     if commit_resolution(checkout, commit):
+        kill_point(f"replay:{patch.name}:committed")
         return Replayed(MERGED_3WAY, moves, paths)
     return Replayed(ALREADY_UPSTREAM, moves, paths)
 

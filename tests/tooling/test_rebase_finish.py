@@ -1,5 +1,5 @@
 """The rebase finish is all-or-nothing: a failed check or a kill at any step writes nothing that
-`--abort` cannot undo exactly, and `--continue` completes it.
+`--abort` cannot undo exactly, and `--continue` completes it; a replay killed midway is redone.
 
 The kill hook (`STREAMPETR_DALI_TEST_KILL_AT`, overlaytool/faults.py) SIGKILLs a real process
 right after the named step; the trace hook lists the steps of a clean run, and a test checks that
@@ -25,6 +25,11 @@ FINISH_STEPS = [
     "rebase:applied",
 ]
 
+# Each patch is merged (cherry-pick), then committed.
+REPLAY_STEPS = [
+    f"replay:{name}:{step}" for name in ("use-dali.patch", "model.patch") for step in ("merged", "committed")
+]
+
 
 @pytest.fixture
 def series(project: Project, tmp_path: Path) -> Project:
@@ -36,7 +41,9 @@ def series(project: Project, tmp_path: Path) -> Project:
 def test_the_finish_steps_are_the_listed_ones(series: Project, tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     assert series.call("rebase", "main", STREAMPETR_DALI_TEST_TRACE=str(trace)).returncode == 0
-    assert [s for s in trace.read_text().splitlines() if s.startswith("rebase:")] == FINISH_STEPS
+    steps = trace.read_text().splitlines()
+    assert [s for s in steps if s.startswith("rebase:")] == FINISH_STEPS
+    assert [s for s in steps if s.startswith("replay:")] == REPLAY_STEPS
 
 
 @pytest.mark.parametrize("step", FINISH_STEPS)
@@ -58,6 +65,18 @@ def test_continue_after_a_kill_completes_the_finish(series: Project, step: str, 
     assert patch_paths(series, "use-dali.patch") == ["diff --git a/src/tools/train.py b/src/tools/train.py"]
     assert patch_paths(series, "model.patch") == ["diff --git a/src/pkg/model.py b/src/pkg/model.py"]
     assert project_state(series)["rebase_state"] == []
+    assert series.run("apply") == 0 and "up to date" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("step", REPLAY_STEPS)
+def test_a_replay_killed_midway_is_redone_by_continue(series: Project, step: str, capsys) -> None:
+    """Killed between the merge and its commit, or before the state is saved: never a dropped patch."""
+    assert series.call("rebase", "main", STREAMPETR_DALI_TEST_KILL_AT=step).returncode == -9
+    assert series.run("rebase", "--continue") == 0
+    out = capsys.readouterr().out
+    assert "use-dali.patch: merged-3way (tools/train.py → src/tools/train.py)" in out
+    assert "model.patch: merged-3way (pkg/model.py → src/pkg/model.py)" in out
+    assert patch_paths(series, "model.patch") == ["diff --git a/src/pkg/model.py b/src/pkg/model.py"]
     assert series.run("apply") == 0 and "up to date" in capsys.readouterr().out
 
 
