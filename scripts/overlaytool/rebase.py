@@ -37,7 +37,17 @@ from .faults import kill_point
 from .gitcmd import TOOL_IDENTITY, git, git_out, has_commit
 from .pins import URL_RE
 from .rebase_finish import check as check_staged
-from .rebase_finish import discard, new_pin_text, old_patch_dir, old_pin, publish, restore, snapshot, stage
+from .rebase_finish import (
+    discard,
+    has_snapshot,
+    new_pin_text,
+    old_patch_dir,
+    old_pin,
+    publish,
+    restore,
+    snapshot,
+    stage,
+)
 from .rebase_report import conflict_details, remove_report, status_lines, write_report
 from .refresh import commit_series, export_commits
 from .replay import CONFLICT, MISSING, commit_resolution, renames, replay, stage_resolution
@@ -252,11 +262,13 @@ def abort(target: Target) -> str:
     checkout = target.checkout
     with checkout_lock(checkout, "rebase"):
         git("am", "--abort", cwd=checkout, check=False)
-        restore(target)  # the project files as they were (a kill mid-finish included)
-        old = replace(target, pin=old_pin(target))
+        old = target
+        if has_snapshot(target):  # (a rebase begun by an older version wrote nothing before its end)
+            restore(target)  # the project files as they were (a kill mid-finish included)
+            old = replace(target, pin=old_pin(target))
         git("checkout", "--quiet", "--force", "--detach", state["old"], cwd=checkout)
         apply_target(old, force=True)
-        if state["keep_created"] and state["new"] != state["old"]:
+        if state.get("keep_created") and state["new"] != state["old"]:
             drop_keep_ref(old.pin, state["new"])
         remove_report(checkout)
         _cleanup(target)

@@ -61,6 +61,11 @@ def snapshot(target: Target) -> None:
     shutil.copy2(target.pin.file, snap / "pin.toml")
 
 
+def has_snapshot(target: Target) -> bool:
+    """True when the rebase in progress copied the project files aside."""
+    return (_snapshot_dir(target) / "pin.toml").is_file()
+
+
 def old_patch_dir(target: Target) -> Path:
     """The series as it was when the rebase started."""
     return _snapshot_dir(target) / "patches"
