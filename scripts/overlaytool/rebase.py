@@ -48,7 +48,7 @@ from .rebase_finish import (
     snapshot,
     stage,
 )
-from .rebase_report import conflict_details, remove_report, status_lines, write_report
+from .rebase_report import WHAT_TO_DO, conflict_details, remove_report, status_lines, write_report
 from .refresh import commit_series, export_commits
 from .replay import CONFLICT, MISSING, commit_resolution, renames, replay, stage_resolution
 from .series import load_series, parse_patch
@@ -188,13 +188,14 @@ def proceed(target: Target, state: dict) -> list[str]:
             _save(target, state)
             details = conflict_details(checkout, patch, state, done.missing)
             report = write_report(checkout, state, details)
-            raise OverlayError(_stop_message(target, state, details, report))
+            raise OverlayError(_stop_message(state, details, report))
         state["next"] += 1
         _save(target, state)
     return finish(target, state)
 
 
-def _stop_message(target: Target, state: dict, details: list[dict], report: Path) -> str:
+def _stop_message(state: dict, details: list[dict], report: Path) -> str:
+    """What stopped, the statuses so far, where the report is and what to do next."""
     name = state["patches"][state["next"]]
     what = "modifies a file missing at" if state["stop"]["kind"] == MISSING else "conflicts with"
     lines = [f"Patch {name} {what} upstream {state['new'][:12]}:"]
@@ -206,7 +207,7 @@ def _stop_message(target: Target, state: dict, details: list[dict], report: Path
         else:
             lines.append(f"  {d['file']}{was}: conflict")
     lines += ["Statuses so far:", *status_lines(state), f"Report: {report}"]
-    lines.append(f"Next: {details[0]['what_to_do'] if details else 'see the report'}")
+    lines.append(f"Next: {WHAT_TO_DO[state['stop']['kind']]}")
     return "\n".join(lines)
 
 
