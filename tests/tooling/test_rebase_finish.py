@@ -11,16 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rebase_scenario import move_into_src, patch_paths, project_state, setup_series
-from tooling_repos import Project, commit_files
+from rebase_scenario import BASE, move_into_src, patch_paths, project_state, setup_series
+from tooling_repos import Project, commit_files, make_patch
 
-# Moving both patched files rewrites both patches, then the series (its base-commit), then the pin.
+# Moving both patched files rewrites both patches, then the series (its base-commit and one entry
+# fewer: upstream took the readme patch, which is deleted), then the pin.
 FINISH_STEPS = [
     "rebase:staged",
     "rebase:checked",
     "rebase:write-model.patch",
     "rebase:write-use-dali.patch",
     "rebase:write-series",
+    "rebase:delete-readme.patch",
     "rebase:pin",
     "rebase:applied",
 ]
@@ -34,6 +36,9 @@ REPLAY_STEPS = [
 @pytest.fixture
 def series(project: Project, tmp_path: Path) -> Project:
     setup_series(project, tmp_path)
+    project.add_patch("readme.patch", make_patch(tmp_path, BASE, {"README.md": "ours\n"}, "Readme"))
+    assert project.run("apply") == 0
+    (project.upstream / "README.md").write_text("ours\n")  # upstream takes the readme patch
     move_into_src(project)
     return project
 
