@@ -42,15 +42,19 @@ def test_a_fork_with_its_own_main_leaves_the_cache_branches_as_they_were(
     assert f"refs/streampetr-dali/keep/{head} {head}" in cache_refs(series)
     pin = load_pin(series.root / "upstream" / "streampetr.toml")
     assert (pin.commit, pin.source, pin.url) == (head, fork.as_uri(), series.upstream.as_uri())
+    toml = (series.root / "upstream" / "streampetr.toml").read_text()
+    assert f'commit = "{head}"\n# where the commit above lives (it is not on url)\nsource = "' in toml
     capsys.readouterr()
     assert series.run("apply") == 0 and "up to date" in capsys.readouterr().out
-    assert series.run("rebase", "--check", "main") == 0  # a bare name: the pinned url's main, not the fork's
-    assert f"{head[:12]} → {series.pin[:12]}" in capsys.readouterr().out
     shutil.rmtree(series.cache)  # a fresh machine: the pin's source serves its commit
     assert series.run("fetch") == 0
     assert (
         git(series.cache / "mirrors" / "exiawsh+StreamPETR.git", "cat-file", "-t", head).strip() == "commit"
     )
+    assert series.run("rebase", "main") == 0  # a bare name: the pinned url's main, not the fork's
+    pin = load_pin(series.root / "upstream" / "streampetr.toml")
+    assert (pin.commit, pin.source) == (series.pin, None)
+    assert "source" not in (series.root / "upstream" / "streampetr.toml").read_text()
 
 
 def test_abort_drops_the_targets_keep_ref_and_a_bare_name_is_the_pinned_urls_branch(
