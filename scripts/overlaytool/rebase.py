@@ -227,16 +227,19 @@ def resume(target: Target) -> list[str]:
             git("reset", "--quiet", "--hard", state["head"], cwd=checkout)
         if stop is not None:
             name = state["patches"][state["next"]]
-            if head != state["head"]:  # a --continue killed after committing the resolution
-                resolved = True
-            else:
+            if head == state["head"]:  # else a --continue was killed after committing the resolution
                 try:
                     stage_resolution(checkout, stop)
+                    if git("diff", "--cached", "--quiet", "HEAD", cwd=checkout, check=False).returncode == 0:
+                        raise OverlayError(
+                            f"The resolution of {name} changes nothing. If upstream already has the change, "
+                            "drop the patch with --skip; otherwise apply it, then --continue."
+                        )
                 except OverlayError as exc:
                     raise OverlayError(f"{exc}\nStatuses so far:\n" + "\n".join(status_lines(state))) from exc
-                resolved = commit_resolution(checkout, state["commits"][state["next"]])
+                commit_resolution(checkout, state["commits"][state["next"]])
                 kill_point(f"replay:{name}:resolved")
-            state["statuses"][name] = f"{stop['kind']} (resolved)" if resolved else "already-upstream"
+            state["statuses"][name] = f"{stop['kind']} (resolved)"
             state["stop"] = None
             state["next"] += 1
             _save(target, state)

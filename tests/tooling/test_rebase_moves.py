@@ -16,7 +16,7 @@ from rebase_scenario import (
     setup_series,
 )
 from test_apply import patched
-from tooling_repos import TRAIN_PY, Project
+from tooling_repos import TRAIN_PY, Project, git
 
 
 @pytest.fixture
@@ -132,3 +132,15 @@ def test_abort_after_missing_at_target_restores_everything(series: Project, caps
     assert series.run("rebase", "--abort") == 0
     assert project_state(series) == before
     assert not list((series.root / "upstream").glob("rebase-report.*"))
+
+
+def test_a_resolution_that_changes_nothing_is_refused_until_skipped(series: Project, capsys) -> None:
+    """Taking upstream's side silently would drop the patch: --continue asks for --skip instead."""
+    move_into_src(series, edit_model=patched(MODEL, 5, "    return x + 100  # theirs"))
+    assert series.run("rebase", "main") == 1
+    git(series.checkout, "checkout", "HEAD", "--", "src/pkg/model.py")  # upstream's version, no markers
+    assert series.run("rebase", "--continue") == 1
+    assert "The resolution of model.patch changes nothing" in capsys.readouterr().err
+    assert series.run("rebase", "--skip") == 0
+    assert "model.patch: skipped (dropped from the series)" in capsys.readouterr().out
+    assert not (series.root / "patches" / "model.patch").exists()
