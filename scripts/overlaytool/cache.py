@@ -141,11 +141,9 @@ def _source_dir(origin: str) -> Path | None:
     if "://" in origin and parsed.scheme != "file":
         return None
     path = Path(urllib.parse.unquote(parsed.path) if "://" in origin else origin).expanduser()
-    return (
-        path
-        if path.is_dir() and git("rev-parse", "--git-dir", cwd=path, check=False).returncode == 0
-        else None
-    )
+    if not path.is_dir() or git("rev-parse", "--git-dir", cwd=path, check=False).returncode != 0:
+        return None
+    return path
 
 
 def _last_line(proc: subprocess.CompletedProcess) -> str:

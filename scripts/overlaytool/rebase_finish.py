@@ -20,7 +20,7 @@ from .checkout import overlay_files, state_dir
 from .faults import kill_point
 from .pins import Pin, load_pin, pin_text
 from .refresh import export_commits
-from .series import Patch, load_series, parse_patch, read_series
+from .series import load_series, parse_patch, read_series
 from .targets import Target
 
 STEP = "rebase"
@@ -111,12 +111,11 @@ def stage(target: Target, new_pin: Pin) -> Target:
     return staged
 
 
-def check(staged: Target) -> list[Patch]:
+def check(staged: Target) -> None:
     """Every check `apply` would make, on the staged series and the new pin; raises naming the problem."""
     patches = load_series(staged.patch_dir)  # the lint: one error listing every problem
     build_result(staged, patches, overlay_files(staged.overlay_dir))  # exact fit, overlay shadowing
     kill_point(f"{STEP}:checked")
-    return patches
 
 
 def publish(target: Target, staged: Target, new_pin_text: str) -> None:
