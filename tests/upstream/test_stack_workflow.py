@@ -81,4 +81,5 @@ def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
         tokens = {info["token"] for info in pickle.load(f)["infos"]}
     assert set(results) == tokens, "a result for every val sample, from every rank"
     summary = json.loads((out / "pts_bbox" / "metrics_summary.json").read_text())
-    assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=1e-4)
+    # the log prints NDS with 4 decimals: half a unit of the last one, and the float64 parse
+    assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=5e-5 + 1e-15)
