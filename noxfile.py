@@ -111,7 +111,8 @@ def make_data(session: nox.Session) -> None:
 
 @nox.session
 def rebase(session: nox.Session) -> None:
-    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--abort`."""
+    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--skip`,
+    `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing."""
     run_tool(session, sys.executable, "overlaytool", "rebase", *session.posargs)
 
 
@@ -169,6 +170,14 @@ def evaluate(session: nox.Session) -> None:
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, sys.executable, "upstream_run", "evaluate", *args)
+
+
+@nox.session
+def slurm_smoke(session: nox.Session) -> None:
+    """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, sys.executable, "upstream_run", "slurm_smoke", "--install", *args)
 
 
 @nox.session

@@ -123,14 +123,20 @@ class DaliStreamStateHook(Hook):
 
 def _checkpoint_due(runner: Any, *, by_epoch: bool) -> bool:
     """Whether a CheckpointHook saves after this iteration (``by_epoch=False``) or epoch (the same
-    test it makes; every rank reaches the same answer, so the gather above is collective)."""
+    test it makes), or, after an iteration, another hook that says so through
+    ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``); every rank reaches the
+    same answer, so the gather above is collective."""
 
-    def due(h: CheckpointHook) -> bool:
+    def due(h: Any) -> bool:
+        if not isinstance(h, CheckpointHook):
+            return not by_epoch and getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
+        if h.by_epoch != by_epoch:
+            return False
         if by_epoch:
             return h.every_n_epochs(runner, h.interval) or (h.save_last and h.is_last_epoch(runner))
         return h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner))
 
-    return any(isinstance(h, CheckpointHook) and h.by_epoch == by_epoch and due(h) for h in runner.hooks)
+    return any(due(h) for h in runner.hooks)
 
 
 def require_distributed_for(cfg: Any) -> None:

@@ -113,9 +113,8 @@ def epoch_based(args: argparse.Namespace, config: str) -> bool:
     return out.stdout.strip().endswith("True")
 
 
-def train_command(args: argparse.Namespace) -> list[str]:
-    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1 or when
-    a DALI run of an epoch-based config needs a process group."""
+def train_script(args: argparse.Namespace) -> list[str]:
+    """`tools/train.py <config> ...` with the run's options (no python, no launcher)."""
     config = CONFIGS[args.loader].get(args.config, args.config)
     data = args.data_root.resolve()
     ann = data / "nuscenes2d_temporal_infos_train.pkl"
@@ -137,8 +136,14 @@ def train_command(args: argparse.Namespace) -> list[str]:
         script += ["--resume-from", str(args.resume_from.resolve())]
     elif args.auto_resume:
         script += ["--auto-resume"]
-    script += ["--seed", str(args.seed), "--cfg-options", *options]
-    if args.gpus == 1 and not (args.loader == "dali" and epoch_based(args, config)):
+    return [*script, "--seed", str(args.seed), "--cfg-options", *options]
+
+
+def train_command(args: argparse.Namespace) -> list[str]:
+    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1 or when
+    a DALI run of an epoch-based config needs a process group."""
+    script = train_script(args)
+    if args.gpus == 1 and not (args.loader == "dali" and epoch_based(args, script[1])):
         return [str(args.python), *script]
     launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]
     launcher += ["--master_addr=127.0.0.1", f"--master_port={free_port()}"]
