@@ -121,7 +121,7 @@ class DaliStreamStateHook(Hook):
         runner.meta[META_KEY] = {"ranks": ranks}
 
 
-def _checkpoint_due(runner: Any, *, by_epoch: bool) -> bool:
+def _checkpoint_due(runner: Any, *, by_epoch: bool = False) -> bool:
     """Whether a CheckpointHook saves after this iteration (``by_epoch=False``) or epoch (the same
     test it makes), or, after an iteration, another hook that says so through
     ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``); every rank reaches the
