@@ -162,8 +162,8 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
     path = store_path(store_folder(), key)
     try:
         return (*open_store(path, key), path, key)
-    except (FileNotFoundError, StoreDamaged):
-        pass  # the builder looks again under the lock, and says why it rebuilds
+    except (OSError, StoreDamaged):
+        pass  # the builder looks again under the lock, and says why it rebuilds (or cannot)
     spec = {"ann_file": str(ann_file), "class_names": list(class_names), "trusted": trusted,
             "path": str(path), "key": key}  # fmt: skip
     proc = subprocess.run(
