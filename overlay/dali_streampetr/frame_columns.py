@@ -30,6 +30,7 @@ FIXED = {
     "ego_pose": (np.float32, (4, 4)),
     "ego_pose_inv": (np.float32, (4, 4)),
 }
+SHARED = ("intrinsics", "extrinsics")  # per-frame blocks kept once (a calibration serves a whole log)
 STRING_FIELDS = ("token", "scene_token", "cam_names", "data_paths")  # per frame: 1, 1, C, C strings
 ANN_2D = {"bboxes2d": (np.float32, 4), "centers2d": (np.float32, 2),
           "labels2d": (np.int64, 0), "depths": (np.float32, 0)}  # fmt: skip
@@ -63,6 +64,14 @@ def _offsets(counts: Sequence[int]) -> np.ndarray:
     return out
 
 
+def _shared_blocks(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(table of the distinct blocks, int32 index of each block into it), distinct by their bytes."""
+    ids: dict[bytes, int] = {}
+    index = np.array([ids.setdefault(b.tobytes(), len(ids)) for b in blocks], dtype=np.int32)
+    first = np.unique(index, return_index=True)[1]
+    return np.ascontiguousarray(blocks[first]), index
+
+
 def to_columns(frames: Sequence[Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """(columns, meta) of ``frames`` (:class:`.infos.Frame` records, all with the same camera count).
     ``meta``: ``n_cams`` and ``empty_shapes`` (the shapes of empty 2D arrays that are not (0, cols))."""
@@ -71,6 +80,8 @@ def to_columns(frames: Sequence[Any]) -> tuple[dict[str, np.ndarray], dict[str, 
     for name, (dtype, tail) in FIXED.items():
         shape = (n, *(n_cams if d == "C" else d for d in tail))
         cols[name] = np.array([getattr(f, name) for f in frames], dtype=dtype).reshape(shape)
+    for name in SHARED:
+        cols[name], cols[f"{name}_index"] = _shared_blocks(cols[name])
     strings = _Strings()
     cols["token"] = np.array([strings.index(f.token) for f in frames], dtype=np.int32)
     cols["scene_token"] = np.array([strings.index(f.scene_token) for f in frames], dtype=np.int32)
@@ -184,7 +195,8 @@ class FrameView:
         return f"FrameView({self._i}, token={self.token!r})"
 
     def _fixed(self, name: str) -> np.ndarray:
-        return _readonly(self._store.columns[name][self._i])
+        row = self._store.columns[f"{name}_index"][self._i] if name in SHARED else self._i
+        return _readonly(self._store.columns[name][row])
 
     def _strings(self, name: str) -> list[str]:
         return [self._store.string(int(j)) for j in self._store.columns[name][self._i]]
