@@ -11,7 +11,8 @@ together and measures, at the same moments in every rank (the ranks wait for eac
   batches; the node's PSS is the sum over the ranks (PSS splits shared pages, so the sum counts
   each page once);
 - over one full pass (every frame of the rank's share once) of the M-frame replica: the PSS after
-  ``--batches`` batches and at the end of the pass, and the growth per frame touched in between.
+  ``--batches`` batches and at the end of the pass, and the growth per frame touched in between;
+  the same number of batches on the embedded 24 frames shows what the pipeline itself grows by.
 
 DALI runs first with an empty store folder (the first build), then with the store present. Every
 DALI run maps its frame store from ``<out>/frame-stores``. The DataLoader at 2 ranks is measured
@@ -41,13 +42,17 @@ TORCH_WORKERS = 2
 DALI_THREADS = 2
 
 
-def tree_pss_mb() -> float:
-    return sum(memory_mb(s.pid)[1] for s in tree(os.getpid()))
+def tree_pss_mb() -> tuple[float, float]:
+    """(PSS of this process's tree, of this process alone) in MiB."""
+    me = os.getpid()
+    own = memory_mb(me)[1]
+    return own + sum(memory_mb(s.pid)[1] for s in tree(me) if s.pid != me), own
 
 
 def _phase(name: str, **values: Any) -> None:
     """Report this rank's values of a phase and wait until every rank has reported it."""
-    print(PHASE_TAG + json.dumps({"phase": name, "pss_mb": tree_pss_mb(), **values}), flush=True)
+    total, own = tree_pss_mb()
+    print(PHASE_TAG + json.dumps({"phase": name, "pss_mb": total, "main_pss_mb": own, **values}), flush=True)
     if sys.stdin.readline().strip() != "go":
         raise SystemExit("the bench driver went away")
 
@@ -95,7 +100,7 @@ def run_rank(spec: dict[str, Any]) -> None:
         done += 1
     _phase("batches", batches=done, frames_touched=done * batch)
     if spec["full_pass"]:
-        per_pass = -(-frames // (batch * spec["world_size"]))
+        per_pass = spec.get("pass_batches") or -(-frames // (batch * spec["world_size"]))
         while done < per_pass:
             next(it)
             done += 1
@@ -250,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, read in {read_s:.1f} s)",
         flush=True,
     )
+    pass_batches = -(-args.pass_frames // 2)  # the r50 batch: 2 samples
     if "dali" in loaders:
-        measure("dali", 1, ann_file=str(src))  # the pipeline's own memory, on the embedded frames
+        # the pipeline's own memory on the embedded frames, over as many batches as the full pass
+        measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
         measure("dali", 1, cold=True)
         measure("dali", 1)
         measure("dali", 2)

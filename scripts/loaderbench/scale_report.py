@@ -71,7 +71,14 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     mb <= t["further_rank_mb"],
                 )
             )
-    full = _row(result, "dali", 1, full_pass=True)
+    full = next(
+        (
+            r
+            for r in result["rows"]
+            if r["loader"] == "dali" and "pass" in r and r["frames"] == result["pass_frames"]
+        ),
+        None,
+    )
     if full:
         ratio = full["pass"]["pass_vs_batches"]
         out.append(
@@ -90,7 +97,7 @@ def scale_table(result: dict[str, Any]) -> str:
         f"{result['pickle_read_s']:.1f} s); full pass on {result['pass_frames']} frames",
         "",
         "| loader | ranks | frames | build s | first batch s | node PSS added MB: built / 1st batch / "
-        f"{result['batches']} batches / pass | growth KB per frame touched |",
+        f"{result['batches']} batches / pass end | growth after batch {result['batches']}: MB, KB/frame |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
@@ -101,7 +108,9 @@ def scale_table(result: dict[str, Any]) -> str:
         name = ("DALI" if row["loader"] == "dali" else "DataLoader, 2 workers") + (
             " (first build)" if row["cold_store"] else ""
         )
-        growth = f"{row['pass']['growth_kb_per_frame']:.2f}" if "pass" in row else ""
+        growth = ""
+        if "pass" in row:
+            growth = f"{row['pass']['node_pss_growth_mb']:.1f}, {row['pass']['growth_kb_per_frame']:.1f}"
         lines.append(
             f"| {name} | {row['ranks']} | {row['frames']} | {row['build_s']:.2f} | "
             f"{row['first_batch_s']:.2f} | {pss} | {growth} |"
