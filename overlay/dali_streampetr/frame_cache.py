@@ -17,6 +17,7 @@ one warning. A killed build leaves only a temporary file, which the next build r
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -62,7 +63,9 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+@functools.cache
 def code_digest() -> str:
+    """SHA-256 of the modules in :data:`CODE` (read once per process, at the first use)."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
     for name in CODE:

@@ -1,4 +1,8 @@
-"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives)."""
+"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives).
+
+:func:`read_frames` builds them as Python objects (:class:`Frame`); :func:`load_frames`, what the
+loader uses, serves the same values as views of the node's frame store (:mod:`.frame_cache`).
+"""
 
 from __future__ import annotations
 
