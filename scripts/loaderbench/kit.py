@@ -13,6 +13,7 @@ Writes ``bench-gpu.json`` + ``bench-gpu.png`` and prints the table; exit 1 if a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -55,6 +56,7 @@ class PeakGpuMemory:
         import torch
 
         self._info = lambda: torch.cuda.mem_get_info(device)
+        self.interval_s = interval_s
         self.peak_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-gpu-memory", daemon=True)
@@ -64,7 +66,7 @@ class PeakGpuMemory:
         return (total - free) / 2**20
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(self.interval_s):
             self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
 
     def __enter__(self) -> PeakGpuMemory:
@@ -84,21 +86,17 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)
-    gpu = PeakGpuMemory(0) if case.device == "gpu" else None
+    on_gpu = case.device == "gpu"
     load0 = os.getloadavg()
-    with PeakMemory() as mem:
-        if gpu:
-            gpu.__enter__()
+    with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
         t0 = time.perf_counter()
-        loader = DaliStreamLoader(cfg, spec["data_root"], seed=0, device_id=0 if gpu else None)
+        loader = DaliStreamLoader(cfg, spec["data_root"], seed=0, device_id=0 if on_gpu else None)
         build_s = time.perf_counter() - t0
         result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
         if spec["handover_calls"] > 0:
             result["step_s"] = spec["step_s"]
             result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])
         loader.close()
-        if gpu:
-            gpu.__exit__()
     return {
         "case": case.to_dict(), "samples_per_batch": cfg.samples_per_gpu, "batches": spec["batches"],
         "repeats": spec["repeats"], "warmup": spec["warmup"], "build_s": build_s, **result,

@@ -98,7 +98,7 @@ def read_lock(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def read_pins(constraints: Path) -> dict[str, str]:
-    """normalised name -> version of a constraints/requirements file's ``name==version`` lines."""
+    """normalised name -> version of the ``name==version`` lines of a constraints or requirements file."""
     pins = {}
     for line in constraints.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
