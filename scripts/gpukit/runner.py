@@ -247,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         lock = work / "kit" / manifest["locks"][node["tag"]]
         venv_info = make_venv(args.python, work / "venv", work / "wheels", lock, node["torch_site"])
         print(f"      DALI {venv_info['dali']}, numpy {venv_info['numpy']}, torch {venv_info['torch']}")
-        if venv_info["cuda_available"] != node["cuda_available"]:
-            raise CheckError("torch sees CUDA outside the venv but not inside it (its libraries shadowed?)")
+        if (
+            venv_info["cuda_available"] != node["cuda_available"]
+            or venv_info["cuda_tensor"] != node["cuda_available"]
+        ):
+            raise CheckError("torch uses CUDA outside the venv but not inside it (its libraries shadowed?)")
         steps.end("venv", started)
         vpy = str(work / "venv" / "bin" / "python")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(src / p) for p in ("scripts", "overlay"))}
