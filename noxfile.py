@@ -116,7 +116,8 @@ def make_data(session: nox.Session) -> None:
 
 @nox.session
 def rebase(session: nox.Session) -> None:
-    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--abort`."""
+    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--skip`,
+    `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing."""
     run_tool(session, sys.executable, "overlaytool", "rebase", *session.posargs)
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from float_tolerance import float_atol
 
 pytestmark = pytest.mark.gpu
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MEAN_TOL, P999_TOL = 0.5, 4.0  # grey levels, per image
+MEAN_TOL, P999_TOL = 0.5, 4.0  # grey levels, per image: empirical, the image tolerance of docs/tolerances.md
 STD = np.array([58.395, 57.12, 57.375], dtype=np.float32)  # LoaderConfig's default img_norm_cfg
 BATCHES = 3
 
@@ -117,7 +118,9 @@ def test_loader_on_the_gpu_of_local_rank(
         assert batch["lidar2img"].device.type == "cpu"  # targets stay on the host, as the DataLoader's
         mean, p999 = grey_level_diff(batch["img"], ref["img"])
         assert mean <= MEAN_TOL and p999 <= P999_TOL, (mean, p999)
-        assert checksum.item() == pytest.approx(batch["img"].double().sum().item(), rel=1e-12)
+        # float64 sums of the same N values, in whatever order (tests/float_tolerance.py): gamma_N sum |x|
+        atol = float_atol(np.float64, batch["img"].double().abs().sum().item(), batch["img"].numel())
+        assert abs(checksum.item() - batch["img"].double().sum().item()) <= atol
 
 
 @pytest.mark.stack
