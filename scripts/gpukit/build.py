@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
 CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
 SOURCES = ("pyproject.toml", "overlay/dali_streampetr", "scripts/synthdata", "scripts/loaderbench",
-           "scripts/gpukit", "tests/gpu")  # fmt: skip
+           "scripts/gpukit", "tests/gpu", "tests/float_tolerance.py")  # fmt: skip
 SOURCE_ARCHIVE = "streampetr-dali-gpu-check-src.tar.gz"
 # Wheels a node of any glibc >= 2.17 (manylinux2014) to 2.28 can install.
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",

@@ -254,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
             raise CheckError("torch uses CUDA outside the venv but not inside it (its libraries shadowed?)")
         steps.end("venv", started)
         vpy = str(work / "venv" / "bin" / "python")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(src / p) for p in ("scripts", "overlay"))}
+        # tests/ too: the GPU tests import its helpers (tests/conftest.py is not loaded here)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(str(src / p) for p in ("scripts", "overlay", "tests")),
+        }
 
         started = steps.begin("the synthetic data set")
         data = args.data_root.resolve() if args.data_root else work / "data"

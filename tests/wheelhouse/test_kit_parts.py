@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
     "pyproject.toml",
     "tests/gpu/test_gpu_loader.py",
+    "tests/float_tolerance.py",
     "scripts/gpukit/plugin.py",
     "scripts/loaderbench/kit.py",
     "scripts/synthdata/__main__.py",
