@@ -178,6 +178,14 @@ def evaluate(session: nox.Session) -> None:
 
 
 @nox.session
+def slurm_smoke(session: nox.Session) -> None:
+    """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, sys.executable, "upstream_run", "slurm_smoke", "--install", *args)
+
+
+@nox.session
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
     upstream_python(session)

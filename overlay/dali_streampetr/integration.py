@@ -108,12 +108,14 @@ class DaliStreamStateHook(Hook):
 
 
 def _checkpoint_due(runner: Any) -> bool:
-    """Whether a CheckpointHook saves after this iteration (the same test it makes; every rank
-    reaches the same answer, so the gather above is collective)."""
+    """Whether a CheckpointHook saves after this iteration (the same test it makes), or another
+    hook that says so through ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``);
+    every rank reaches the same answer, so the gather above is collective."""
     return any(
         isinstance(h, CheckpointHook)
         and not h.by_epoch
         and (h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner)))
+        or getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
         for h in runner.hooks
     )
 
