@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from mmcv.utils import get_logger
 
 from .config import loader_config_from
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
+from .placement import local_device_id
 from .resume import META_KEY, fitting_state, stream_state
 from .schedule import RunSchedule
 from .training_mode import UnsupportedConfigError
@@ -35,13 +35,8 @@ def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:
     rank when DALI runs on the GPU, else None.
     """
     rank, world_size = get_dist_info()
-    loading = cfg.get("data_loading_config", {}) or {}
-    on_gpu = loading.get("device", "cpu") == "gpu"
-    return {
-        "rank": rank,
-        "world_size": world_size,
-        "device_id": int(os.environ.get("LOCAL_RANK", 0)) if on_gpu else None,
-    }
+    device = (cfg.get("data_loading_config", {}) or {}).get("device", "cpu")
+    return {"rank": rank, "world_size": world_size, "device_id": local_device_id(device)}
 
 
 class SlotLoggingLoader(MMDetDaliLoader):
