@@ -1,4 +1,5 @@
-"""DALI training loader for StreamPETR's streaming (``seq_mode=True``) training.
+"""DALI training loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
+sliding window (:mod:`dali_streampetr.training_mode`).
 
 Everything here imports without mmcv/mmdet3d except :mod:`dali_streampetr.mmdet_adapter`.
 Entry points: :func:`dali_streampetr.iterator.build_loader` (plain batches) and

@@ -64,3 +64,9 @@ def sample_draw(aug: AugConfig, rng: np.random.RandomState) -> AugDraw:
 
 def frame_draw(aug: AugConfig, seed: int, rank: int, iteration: int, slot: int) -> AugDraw:
     return sample_draw(aug, np.random.RandomState(draw_seed(seed, rank, iteration, slot)))
+
+
+def queue_frame_draw(aug: AugConfig, seed: int, rank: int, iteration: int, slot: int, t: int) -> AugDraw:
+    """The draw of frame ``t`` of a multi-frame sample (each frame through the pipeline on its own)."""
+    state = np.random.SeedSequence([seed, rank, iteration, slot, t]).generate_state(1)[0]
+    return sample_draw(aug, np.random.RandomState(int(state)))

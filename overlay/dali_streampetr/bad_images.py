@@ -61,13 +61,13 @@ def undecodable(frames: Sequence[Frame], indices: Iterable[int]) -> list[tuple[F
     return found
 
 
-def drop_camera_annotations(batch: dict[str, Any], b: int, cam: int) -> None:
-    """A blackened camera has nothing to see: empty its 2D boxes, labels, centres and depths (the
-    3D boxes stay: they are in the LiDAR frame). Dtypes and trailing shapes are kept."""
+def drop_camera_annotations(batch: dict[str, Any], b: int, t: int, cam: int) -> None:
+    """A blackened camera has nothing to see: empty its 2D boxes, labels, centres and depths in frame
+    ``t`` of sample ``b`` (the 3D boxes stay: they are in the LiDAR frame). Dtypes and trailing shapes
+    are kept."""
     for key in ANNOTATIONS_2D:
-        frame_lists = batch[key][b]
-        for per_cam in frame_lists:
-            per_cam[cam] = per_cam[cam][:0]
+        per_cam = batch[key][b][t]
+        per_cam[cam] = per_cam[cam][:0]
 
 
 @dataclass
@@ -81,19 +81,9 @@ class BadImageLedger:
     def record(self, batch: dict[str, Any], frames: Sequence[Frame], logger: logging.Logger) -> None:
         """Drop the 2D annotations of every blackened camera of ``batch``, count, log and enforce
         ``max_bad_images``. Raises :class:`TooManyBadImagesError` past the threshold."""
-        for b, record in enumerate(batch["dali"]):
-            frame = frames[record["index"]]
-            for name in record["bad_cameras"]:
-                cam = frame.cam_names.index(name)
-                drop_camera_annotations(batch, b, cam)
-                path = frame.img_paths[cam]
-                self.images += 1
-                self.files.add(path)
-                logger.warning(
-                    "DALI loader: skipped a bad image (black, 2D annotations dropped): sample %s, camera %s, "
-                    "%s; bad images so far: %d (%d distinct files, max_bad_images=%d)",
-                    frame.token, name, path, self.images, len(self.files), self.max_files,
-                )  # fmt: skip
+        for b, sample in enumerate(batch["dali"]):
+            for t, record in enumerate(sample.get("frames", [sample])):
+                self._record_frame(batch, b, t, record, frames, logger)
         if len(self.files) > self.max_files:
             raise TooManyBadImagesError(
                 f"{len(self.files)} distinct bad image files exceed data_loading_config.max_bad_images="
@@ -101,3 +91,25 @@ class BadImageLedger:
                 f"files; the last ones: {sorted(self.files)[-3:]}. Fix or re-extract the images, or raise "
                 "max_bad_images if this many black cameras are acceptable"
             )
+
+    def _record_frame(
+        self,
+        batch: dict[str, Any],
+        b: int,
+        t: int,
+        record: dict,
+        frames: Sequence[Frame],
+        logger: logging.Logger,
+    ) -> None:
+        frame = frames[record["index"]]
+        for name in record["bad_cameras"]:
+            cam = frame.cam_names.index(name)
+            drop_camera_annotations(batch, b, t, cam)
+            path = frame.img_paths[cam]
+            self.images += 1
+            self.files.add(path)
+            logger.warning(
+                "DALI loader: skipped a bad image (black, 2D annotations dropped): sample %s, camera %s, "
+                "%s; bad images so far: %d (%d distinct files, max_bad_images=%d)",
+                frame.token, name, path, self.images, len(self.files), self.max_files,
+            )  # fmt: skip

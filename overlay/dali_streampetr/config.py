@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .pipeline_check import COLLECT3D_KEYS, META_KEYS, check_pipeline
+from .training_mode import COLLECT_KEYS, TrainingMode, dataset_values, refuse, training_mode_from
 from .validate import ConfigValueError, check_aug, check_loader
 
 NUSCENES_CLASSES = (
@@ -59,6 +61,7 @@ class LoaderConfig:
     samples_per_gpu: int = 2
     seq_split_num: int | str = 2
     ann_file: str = "nuscenes2d_temporal_infos_train.pkl"
+    mode: TrainingMode = field(default_factory=TrainingMode)  # data.train's mode (training_mode.py)
     # DALI-only knobs (``data_loading_config``)
     num_threads: int = 2
     py_num_workers: int = 1
@@ -111,18 +114,47 @@ def _find_transform(pipeline: Any, name: str) -> Mapping:
     return {}
 
 
+IDA_KEYS = ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
+GRST_KEYS = ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
+
+
+def _pipeline_expected(cfg: LoaderConfig) -> dict[str, Any]:
+    """The value the loader uses for every pipeline parameter it reads (:data:`.pipeline_check.READ`)."""
+    aug = cfg.aug
+    return {
+        "point_cloud_range": cfg.point_cloud_range,
+        "classes": cfg.class_names,
+        "class_names": cfg.class_names,
+        "data_aug_conf": {k: getattr(aug, k) for k in IDA_KEYS},
+        **{k: getattr(aug, k) for k in GRST_KEYS},
+        "mean": cfg.mean,
+        "std": cfg.std,
+        "to_rgb": cfg.to_rgb,
+        "size_divisor": cfg.size_divisor,
+        "collect_keys": (*COLLECT_KEYS, "prev_exists"),
+        "keys": COLLECT3D_KEYS,
+        "meta_keys": META_KEYS,
+    }
+
+
 def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     """Read ``ida_aug_conf``, ``img_norm_cfg``, ``point_cloud_range``, ``class_names``,
-    ``data.samples_per_gpu``, ``data.train.seq_split_num``, the GlobalRotScaleTransImage step of
-    ``train_pipeline`` and the ``data_loading_config`` block; ``overrides`` win over all of them."""
+    ``data.samples_per_gpu``, the dataset keys of ``data.train`` (the training mode:
+    :mod:`.training_mode`), its pipeline (``data.train.pipeline``, else ``train_pipeline``: every step
+    checked, :mod:`.pipeline_check`) and the ``data_loading_config`` block; ``overrides`` win over
+    all of them. Raises :class:`~.validate.ConfigValueError` (or its subclass
+    :class:`~.training_mode.UnsupportedConfigError`) naming the first key the loader cannot use."""
     data = _get(cfg, "data", {}) or {}
     train = _get(data, "train", {}) or {}
     ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
-    grst = _find_transform(_get(cfg, "train_pipeline") or _get(train, "pipeline"), "GlobalRotScaleTransImage")
+    pipeline = _get(train, "pipeline") or _get(cfg, "train_pipeline")
+    grst = _find_transform(pipeline, "GlobalRotScaleTransImage")
     aug_kwargs: dict[str, Any] = {k: ida[k] for k in ("H", "W", "rand_flip") if k in ida}
     for key in ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim"):
         if key in ida:
             aug_kwargs[key] = _seq(ida[key])
+    if grst:
+        aug_kwargs["reverse_angle"] = False  # upstream's default, when the step does not set it
     for key in ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle"):
         if _get(grst, key) is not None:
             aug_kwargs[key] = _seq(_get(grst, key))
@@ -136,10 +168,12 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     names = _get(cfg, "class_names") or _get(train, "classes")
     if names:
         kwargs["class_names"] = _seq(names)
+    pad = _find_transform(pipeline, "PadMultiViewImage")
+    if _get(pad, "size_divisor") is not None:
+        kwargs["size_divisor"] = _get(pad, "size_divisor")
     if _get(data, "samples_per_gpu") is not None:
         kwargs["samples_per_gpu"] = _get(data, "samples_per_gpu")
-    if _get(train, "seq_split_num") is not None:
-        kwargs["seq_split_num"] = _get(train, "seq_split_num")
+    kwargs["seq_split_num"] = dataset_values(train)["seq_split_num"]
     if _get(train, "ann_file"):
         kwargs["ann_file"] = str(_get(train, "ann_file"))
     dlc = _get(cfg, "data_loading_config", {}) or {}
@@ -154,4 +188,12 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     if bad:
         raise TypeError(f"unknown loader settings: {sorted(bad)}")
     kwargs.update(overrides)
-    return LoaderConfig(**kwargs)
+    result = LoaderConfig(**kwargs)  # checks every value (validate.py)
+    if "mode" not in overrides:
+        result = replace(result, mode=training_mode_from(cfg, result.class_names))
+    if pipeline is not None:
+        check_pipeline(pipeline, _pipeline_expected(result))
+    if result.mode.epoch_based and result.offset_order_per_rank:
+        raise refuse("data_loading_config.offset_order_per_rank", True, "False with seq_mode=False",
+                     "upstream's DistributedGroupSampler takes no per-rank seed offset")  # fmt: skip
+    return result

@@ -15,10 +15,12 @@ import torch.distributed as dist
 from mmcv.runner import CheckpointHook, Hook, get_dist_info
 from mmcv.utils import get_logger
 
+from .config import loader_config_from
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .placement import local_device_id
 from .resume import META_KEY, fitting_state, stream_state
 from .schedule import RunSchedule
+from .training_mode import UnsupportedConfigError
 
 LOGGER = "mmdet"  # the logger tools/train.py sets up (log file, rank 0 only)
 
@@ -57,9 +59,10 @@ class SlotLoggingLoader(MMDetDaliLoader):
             zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True)
         ):
             pixels = images[b].tobytes()
-            slots.append(
-                {"scene": meta[0]["scene_token"], "token": record["token"], "index": record["index"],
-                 "prev_exists": bool(prev[0]), "draw": record["draw"].as_dict(),
+            slots.append(  # the sample's own (last) frame; a multi-frame sample also lists its queue
+                {"scene": meta[-1]["scene_token"], "token": record["token"], "index": record["index"],
+                 "prev_exists": bool(prev[-1]), "draw": record["draw"].as_dict(),
+                 "queue": [f["index"] for f in record["frames"]],
                  "img_sha1": hashlib.sha1(pixels).hexdigest()}
             )  # fmt: skip
         line = {"iter": iteration, "rank": self.loader.rank, "slots": slots}
@@ -95,8 +98,14 @@ class DaliStreamStateHook(Hook):
         get_logger(LOGGER).info(f"DALI loader: resumed the data stream at iteration {runner.iter}")
 
     def after_train_iter(self, runner: Any) -> None:
-        if not _checkpoint_due(runner):
-            return
+        if _checkpoint_due(runner, by_epoch=False):
+            self._store(runner)
+
+    def after_train_epoch(self, runner: Any) -> None:
+        if _checkpoint_due(runner, by_epoch=True):
+            self._store(runner)
+
+    def _store(self, runner: Any) -> None:
         mine = stream_state(self.loader.loader)
         ranks = [mine]
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
@@ -107,17 +116,37 @@ class DaliStreamStateHook(Hook):
         runner.meta[META_KEY] = {"ranks": ranks}
 
 
-def _checkpoint_due(runner: Any) -> bool:
-    """Whether a CheckpointHook saves after this iteration (the same test it makes), or another
-    hook that says so through ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``);
-    every rank reaches the same answer, so the gather above is collective."""
-    return any(
-        isinstance(h, CheckpointHook)
-        and not h.by_epoch
-        and (h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner)))
-        or getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
-        for h in runner.hooks
-    )
+def _checkpoint_due(runner: Any, *, by_epoch: bool = False) -> bool:
+    """Whether a CheckpointHook saves after this iteration (``by_epoch=False``) or epoch (the same
+    test it makes), or, after an iteration, another hook that says so through
+    ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``); every rank reaches the
+    same answer, so the gather above is collective."""
+
+    def due(h: Any) -> bool:
+        if not isinstance(h, CheckpointHook):
+            return not by_epoch and getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
+        if h.by_epoch != by_epoch:
+            return False
+        if by_epoch:
+            return h.every_n_epochs(runner, h.interval) or (h.save_last and h.is_last_epoch(runner))
+        return h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner))
+
+    return any(due(h) for h in runner.hooks)
+
+
+def require_distributed_for(cfg: Any) -> None:
+    """Epoch-based modes reproduce upstream's distributed sampler. Without a process group upstream's
+    ``build_dataloader`` takes mmdet's ``GroupSampler``, whose order comes from the main process's
+    global ``np.random`` (shared with the model's own draws): the loader refuses that case."""
+    mode = loader_config_from(cfg).mode
+    if mode.epoch_based and not (dist.is_available() and dist.is_initialized()):
+        raise UnsupportedConfigError(
+            f"the {mode.name.replace('_', '-')} config runs without a process group: upstream then samples "
+            "with mmdet's GroupSampler from the main process's np.random, which the DALI loader does not "
+            "reproduce; launch distributed, also for one process (tools/dist_train.sh CONFIG 1, or torchrun "
+            "--nproc_per_node=1 tools/train.py CONFIG --launcher pytorch), where upstream uses "
+            "DistributedGroupSampler"
+        )
 
 
 def log_schedule(cfg: Any, loader: MMDetDaliLoader) -> None:
@@ -153,6 +182,7 @@ def build_dali_train_loader(
     ``data_loading_config.log_slots=True`` each rank also writes ``<work_dir>/slots_rank<r>.jsonl``
     (appended to when the run resumes).
     """
+    require_distributed_for(cfg)
     train = cfg.data.train
     loader = build_mmdet_loader(
         cfg, train.data_root, rank=rank, world_size=world_size, seed=cfg.get("seed") or 0,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,24 +12,16 @@ import torch
 
 from .bad_images import BadImageLedger, UndecodableImageError, undecodable, worker_error
 from .config import LoaderConfig, loader_config_from
+from .frame_sets import labelled_frames, scene_ids
 from .infos import Frame, load_frames
 from .pipeline import GEOMETRY, INFO, ImageSource, build_pipeline
 from .plan import BatchPlanner
-from .sequences import StreamSampler, group_flags
+from .sequences import group_flags
 from .targets import read_record, split_geometry
+from .training_mode import COLLECT_KEYS, STREAMING  # COLLECT_KEYS: per-frame, stacked on the T axis
 from .validate import require_cuda
 from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, worker_processes
 
-# StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
-COLLECT_KEYS = (
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-)
 STACKED_KEYS = ("img", "prev_exists", *COLLECT_KEYS)
 LIST_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
 STATE_VERSION = 1
@@ -84,18 +76,11 @@ class DaliStreamLoader:
             ann, data_root, cfg.class_names, trusted_pickle=cfg.trusted_pickle
         )
         self.n_cams = len(self.frames[0].cam_names)
-        self.sampler_args = dict(
-            flags=group_flags([f.has_sweeps for f in self.frames], cfg.seq_split_num),
-            batch_size=cfg.samples_per_gpu,
-            rank=rank,
-            world_size=world_size,
-            seed=seed,
-            mode="replicate" if cfg.replicate_dataset_per_gpu else "shard",
-            offset_per_rank=cfg.offset_order_per_rank,
-        )
-        self.sampler = StreamSampler(**self.sampler_args)
-        self.planner = BatchPlanner(self.sampler, cfg, seed)
+        self.sampler_args = sampler_args(cfg, self.frames, rank=rank, world_size=world_size, seed=seed)
+        self.planner = BatchPlanner.from_args(self.sampler_args, cfg, seed)
+        self.sampler = self.planner.sampler
         self.iteration = 0
+        self._iter_start = 0  # the iteration at which the caller's last iter() began (epoch modes)
         self.logger = logging.getLogger("dali_streampetr")  # the mmdet adapter sets the runner's logger
         self.skipped = BadImageLedger(cfg.max_bad_images)
         self._replaced: set[str] = set()  # undecodable files served black (skip)
@@ -110,13 +95,21 @@ class DaliStreamLoader:
 
     # -- DataLoader protocol -------------------------------------------------------------------
     def __iter__(self) -> DaliStreamLoader:
+        self._iter_start = self.iteration
         return self
 
     def __len__(self) -> int:
-        """Like the original loader: the number of frames (the stream itself is infinite)."""
-        return len(self.frames)
+        """Like the original loader: streaming, the number of frames (the stream itself is infinite);
+        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch)."""
+        return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
     def __next__(self) -> dict[str, Any]:
+        if (
+            self.cfg.mode.epoch_based
+            and self.iteration % len(self) == 0
+            and self.iteration != self._iter_start
+        ):
+            raise StopIteration  # the end of an epoch; the next iter() starts the next one
         while True:
             if self._pipe is None:
                 self._build()
@@ -136,7 +129,8 @@ class DaliStreamLoader:
                 raise error from exc
             try:
                 img = self._to_torch(batch["img"])
-                batch["img"] = img.reshape(self.cfg.samples_per_gpu, 1, self.n_cams, *img.shape[1:])
+                B, T = self.cfg.samples_per_gpu, self.cfg.mode.queue_length
+                batch["img"] = img.reshape(B, T, self.n_cams, *img.shape[1:])
                 self.skipped.record(batch, self.frames, self.logger)
                 batch = self.collate(batch)
             except Exception:
@@ -212,6 +206,8 @@ class DaliStreamLoader:
             "stream_seed": self.sampler.seed,
             "groups_num": self.sampler.groups_num,
             "frames": len(self.frames),
+            "training_mode": self.cfg.mode.name,
+            "epoch": self.iteration // len(self) if self.cfg.mode.epoch_based else 0,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -221,6 +217,12 @@ class DaliStreamLoader:
                 raise ValueError(
                     f"loader state does not match this loader: {key}={state.get(key)!r}, here {mine[key]!r}"
                 )
+        theirs = state.get("training_mode", STREAMING)  # states written before the modes: streaming
+        if theirs != mine["training_mode"]:
+            raise ValueError(
+                "loader state does not match this loader: "
+                f"training_mode={theirs!r}, here {mine['training_mode']!r}"
+            )
         self.close()
         self.iteration = int(state["iteration"])
 
@@ -246,53 +248,70 @@ class DaliStreamLoader:
         of the training thread): views and small copies, no per-frame work. ``img`` stays DALI's
         dense tensor; ``next()`` makes it a torch tensor."""
         images, rows, records = outputs
-        B, N = self.cfg.samples_per_gpu, self.n_cams
-        samples = [read_record(records[b * N]) for b in range(B)]  # annotations + plan per sample
-        if any(s["iteration"] != iteration for s in samples):
-            got = sorted({s["iteration"] for s in samples})
+        B, T, N = self.cfg.samples_per_gpu, self.cfg.mode.queue_length, self.n_cams
+        F = B * T  # frames in the batch, sample by sample, oldest first
+        plans = [read_record(records[f * N]) for f in range(F)]  # annotations + plan per frame
+        if any(p["iteration"] != iteration for p in plans):
+            got = sorted({p["iteration"] for p in plans})
             raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {iteration}")
+        samples = [plans[b * T : (b + 1) * T] for b in range(B)]
         img = images.as_tensor()
         rows = np.asarray(rows.as_tensor())
-        info = rows[:, INFO].astype(np.int64).reshape(B, N, 3)
-        collect = split_geometry(rows[:, GEOMETRY], B, N)
+        info = rows[:, INFO].astype(np.int64).reshape(F, N, 3)
+        collect = split_geometry(rows[:, GEOMETRY], F, N)
         batch: dict[str, Any] = {"img": img}
-        batch["prev_exists"] = torch.tensor([[float(s["prev_exists"])] for s in samples], dtype=torch.float32)
+        batch["prev_exists"] = torch.tensor(
+            [[float(p["prev_exists"]) for p in sample] for sample in samples], dtype=torch.float32
+        )
         for key in COLLECT_KEYS:
-            batch[key] = torch.from_numpy(collect[key])
+            batch[key] = torch.from_numpy(collect[key].reshape(B, T, *collect[key].shape[2:]))
         for key in LIST_KEYS:
             if key in ("gt_bboxes_3d", "gt_labels_3d"):
-                batch[key] = [[torch.from_numpy(s[key])] for s in samples]
+                batch[key] = [[torch.from_numpy(p[key]) for p in sample] for sample in samples]
             else:
-                batch[key] = [[[torch.from_numpy(a) for a in s[key]]] for s in samples]
+                batch[key] = [[[torch.from_numpy(a) for a in p[key]] for p in sample] for sample in samples]
         fH, fW = self.cfg.aug.final_dim
         *_, height, width = img.shape()
         pad_shape = (height, width, 3)
-        batch["img_metas"] = []
-        batch["dali"] = []
+        norm = {
+            "mean": np.array(self.cfg.mean, dtype=np.float32),
+            "std": np.array(self.cfg.std, dtype=np.float32),
+            "to_rgb": self.cfg.to_rgb,
+        }
+        batch["img_metas"], batch["dali"] = [], []
         for b, sample in enumerate(samples):
-            frame = self.frames[sample["index"]]
-            shown = next((c for c in range(N) if info[b, c, 2]), 0)  # a skipped camera has the config's size
-            h, w = int(info[b, shown, 0]), int(info[b, shown, 1])
-            batch["img_metas"].append(
-                [
+            metas, records = [], []
+            for t, plan in enumerate(sample):
+                f = b * T + t
+                frame = self.frames[plan["index"]]
+                shown = next(
+                    (c for c in range(N) if info[f, c, 2]), 0
+                )  # a skipped camera has the config's size
+                h, w = int(info[f, shown, 0]), int(info[f, shown, 1])
+                metas.append(
                     {
                         "filename": list(frame.data_paths),
                         "ori_shape": (h, w, 3, N),
                         "img_shape": [(fH, fW, 3)] * N,
                         "pad_shape": [pad_shape] * N,
                         "scale_factor": 1.0,
-                        "img_norm_cfg": {
-                            "mean": np.array(self.cfg.mean, dtype=np.float32),
-                            "std": np.array(self.cfg.std, dtype=np.float32),
-                            "to_rgb": self.cfg.to_rgb,
-                        },
+                        "img_norm_cfg": {k: v.copy() if hasattr(v, "copy") else v for k, v in norm.items()},
                         "scene_token": frame.scene_token,
                     }
-                ]
-            )
-            bad = [frame.cam_names[c] for c in range(N) if not info[b, c, 2]]
+                )
+                bad = [frame.cam_names[c] for c in range(N) if not info[f, c, 2]]
+                records.append(
+                    {"index": plan["index"], "token": frame.token, "draw": plan["draw"], "bad_cameras": bad}
+                )
+            batch["img_metas"].append(metas)
+            # the sample's own record is its last (sampled) frame's, with every frame's and the queue draws
             batch["dali"].append(
-                {"index": sample["index"], "token": frame.token, "draw": sample["draw"], "bad_cameras": bad}
+                {
+                    **records[-1],
+                    "frames": records,
+                    "rejected": sample[-1].get("rejected", ()),
+                    "shuffles": sample[-1].get("shuffles", ()),
+                }
             )
         return batch
 
@@ -316,6 +335,33 @@ class DaliStreamLoader:
             f"stopped at iteration {self.iteration}",
             [f[2] for f in found],
         )
+
+
+def sampler_args(
+    cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
+) -> dict[str, Any]:
+    """What the planner is rebuilt from (in the external source's worker too): the sampler's kind and
+    arguments; outside streaming also the per-frame label and scene facts the queues need."""
+    split = "replicate" if cfg.replicate_dataset_per_gpu else "shard"
+    common = {
+        "batch_size": cfg.samples_per_gpu,
+        "rank": rank,
+        "world_size": world_size,
+        "seed": seed,
+        "mode": split,
+    }
+    if not cfg.mode.epoch_based:
+        flags = group_flags([frames[i].has_sweeps for i in range(len(frames))], cfg.seq_split_num)
+        return {"kind": "stream", "flags": flags, **common, "offset_per_rank": cfg.offset_order_per_rank}
+    labelled = labelled_frames(frames, cfg.point_cloud_range, len(cfg.class_names))
+    if cfg.mode.filter_empty_gt and not labelled.any():
+        raise ValueError(
+            "data.train.filter_empty_gt=True but no frame of the info file has a label left after the "
+            "range and class filters: upstream's __getitem__ would draw replacements forever; set "
+            "filter_empty_gt=False"
+        )
+    flags = np.zeros(len(frames), dtype=np.int64)  # Custom3DDataset's flag outside seq_mode: all zero
+    return {"kind": "epoch", "flags": flags, **common, "labelled": labelled, "scenes": scene_ids(frames)}
 
 
 def build_loader(

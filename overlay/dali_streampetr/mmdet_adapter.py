@@ -59,6 +59,7 @@ class MMDetDaliLoader:
         loader.collate = to_collated
 
     def __iter__(self) -> MMDetDaliLoader:
+        iter(self.loader)  # an epoch-based loader starts counting its epoch's batches here
         return self
 
     def __next__(self) -> dict[str, DataContainer]:

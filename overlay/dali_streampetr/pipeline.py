@@ -18,7 +18,6 @@ import numpy as np
 from .augment import AugDraw
 from .config import LoaderConfig
 from .plan import BatchPlanner, frame_targets
-from .sequences import StreamSampler
 from .targets import GEOMETRY_WIDTH, annotation_records, geometry_rows
 
 # The external source's per-image parameter row (float64 holds every int32 and float32 value
@@ -178,7 +177,7 @@ class ImageSource:
     @property
     def planner(self) -> BatchPlanner:
         if self._planner is None:
-            self._planner = BatchPlanner(StreamSampler(**self.sampler_args), self.cfg, self.seed)
+            self._planner = BatchPlanner.from_args(self.sampler_args, self.cfg, self.seed)
         return self._planner
 
     def _read(self, token: str, cam: str, path: str) -> tuple[np.ndarray, tuple[int, int], bool]:
@@ -205,8 +204,14 @@ class ImageSource:
             reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
             check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
             targets = frame_targets(frame, sample.draw, self.cfg)
-            plan = {"iteration": iteration, "index": sample.index, "prev_exists": sample.prev_exists,
-                    "draw": sample.draw}  # fmt: skip
+            plan = {
+                "iteration": iteration,
+                "index": sample.index,
+                "prev_exists": sample.prev_exists,
+                "draw": sample.draw,
+                "rejected": sample.rejected,
+                "shuffles": sample.shuffles,
+            }
             for (data, (h, w), ok), geometry in zip(reads, geometry_rows(targets), strict=True):
                 p = image_params(sample.draw, h, w, self.cfg.aug.final_dim, self.cfg.roi_decode)
                 row = np.empty(ROW_WIDTH, dtype=np.float64)
@@ -230,7 +235,8 @@ def dali_queue_depth(prefetch_queue_depth: int) -> int:
 
 
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
-    """The DALI pipeline for ``samples_per_gpu * n_cams`` images per iteration.
+    """The DALI pipeline for ``samples_per_gpu * T * n_cams`` images per iteration (``T`` frames per
+    sample: the mode's ``queue_length``).
 
     Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
     records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
@@ -254,7 +260,7 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
     fork = parallel and not backend.IsDriverInitialized()
 
     @pipeline_def(
-        batch_size=cfg.samples_per_gpu * n_cams,
+        batch_size=cfg.samples_per_gpu * cfg.mode.queue_length * n_cams,
         num_threads=cfg.num_threads,
         device_id=device_id,
         seed=seed,

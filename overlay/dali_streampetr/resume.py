@@ -1,7 +1,8 @@
 """The DALI loader's place in a checkpoint: what is stored, and whether a stored state fits this run.
 
-The stream (frame order and augmentation draws) is a pure function of (seed, rank, world size,
-mode, data, iteration), so a checkpoint needs only those fields per rank; on resume each rank
+The stream (frame order, queues and augmentation draws) is a pure function of (seed, rank, world
+size, mode, training mode, data, iteration) - in the epoch-based modes the epoch is the iteration
+divided by the epoch's length - so a checkpoint needs only those fields per rank; on resume each rank
 checks the stored fields against its own and continues at the runner's iteration. No mmcv here.
 """
 
@@ -18,6 +19,7 @@ META_KEY = "dali_loader"  # checkpoint['meta'][META_KEY] = {"ranks": [state of r
 # field -> what the user can change to make a stored state fit
 FIELD_HINTS = {
     "version": "the checkpoint was written by another version of the loader",
+    "training_mode": "the config's training mode (seq_mode, queue_length) differs from the run that wrote it",
     "world_size": "resume with as many processes as the run that wrote it (--gpus/--nproc_per_node {stored})",
     "mode": "set data_loading_config.replicate_dataset_per_gpu={replicate} as in the run that wrote it",
     "offset_order_per_rank": "set data_loading_config.offset_order_per_rank={stored} as in that run",
@@ -28,7 +30,10 @@ FIELD_HINTS = {
     "data": "data.train.ann_file is not the info file the run was started with; point it back to that file",
     "groups_num": "data.train.ann_file or seq_split_num differ from the run that wrote it",
     "stream_seed": "the per-rank stream seed differs (seed, rank or offset_order_per_rank changed)",
+    "batches_per_epoch": "the epoch length differs (data.samples_per_gpu, the world size or the info file)",
 }
+# Fields of states written before they existed: the value those runs had.
+BEFORE = {"training_mode": "streaming", "batches_per_epoch": None}
 COMPARED = tuple(FIELD_HINTS)
 
 
@@ -53,6 +58,7 @@ def stream_state(loader: DaliStreamLoader) -> dict[str, Any]:
         "offset_order_per_rank": loader.cfg.offset_order_per_rank,
         "seq_split_num": loader.cfg.seq_split_num,
         "data": data_fingerprint(loader),
+        "batches_per_epoch": len(loader) if loader.cfg.mode.epoch_based else None,
     }
 
 
@@ -76,12 +82,11 @@ def fitting_state(
         )
     theirs = ranks[mine["rank"]]
     for field in COMPARED:
-        if theirs.get(field) != mine[field]:
-            hint = FIELD_HINTS[field].format(
-                stored=theirs.get(field), replicate=theirs.get("mode") == "replicate"
-            )
+        stored = theirs.get(field, BEFORE.get(field))
+        if stored != mine[field]:
+            hint = FIELD_HINTS[field].format(stored=stored, replicate=theirs.get("mode") == "replicate")
             raise LoaderStateMismatch(
                 f"{checkpoint}: the DALI loader state of rank {mine['rank']} does not fit this run: "
-                f"{field} is {theirs.get(field)!r} in the checkpoint, {mine[field]!r} here. {hint}. {way_out}"
+                f"{field} is {stored!r} in the checkpoint, {mine[field]!r} here. {hint}. {way_out}"
             )
     return {**mine, "iteration": iteration}

@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
-ALPHA = 0.01  # a test fails when p < ALPHA (the seeds are fixed, so the outcome is deterministic)
+# The family-wise level of one config's draw tests: each of its k statistical tests fails when
+# p < ALPHA / k (Bonferroni; the seeds are fixed, so the outcome is deterministic). Without the
+# correction 6 tests at 0.01 fail a correct loader on 6 % of seeds (the 8-key config's seed 2 did).
+ALPHA = 0.01
 
 
 @contextlib.contextmanager
@@ -108,7 +111,9 @@ def compare_draws(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], pa
     for key in ("rotate", "tx", "ty", "tz"):
         values = np.unique(np.concatenate([ours[key], theirs[key]]))
         out[key] = {"test": "constant", "values": values.tolist(), "p": 1.0 if len(values) == 1 else 0.0}
+    tests = sum(entry["test"] != "constant" for entry in out.values())
     for entry in out.values():
-        entry["ok"] = entry["p"] >= ALPHA
+        entry["alpha"] = ALPHA / tests if entry["test"] != "constant" else None
+        entry["ok"] = entry["p"] >= ALPHA / tests if entry["test"] != "constant" else entry["p"] == 1.0
     out["n"] = {"dali": len(ours["resize"]), "upstream": len(theirs["resize"])}
     return out

@@ -9,8 +9,8 @@ from typing import Any
 
 from .compare import BatchComparator
 from .draws import compare_draws, dali_draws, upstream_draws
-from .loaders import LockStep, load_config, original_dataset
-from .sequence import compare_streams
+from .loaders import REPO_ROOT, LockStep, load_config, original_dataset
+from .sequence import compare_epoch_streams, compare_streams
 
 
 def pad_threshold(loader_cfg: Any) -> float:
@@ -48,7 +48,7 @@ def frame_record(pair: Any, slot: int, loader_cfg: Any) -> dict[str, Any]:
         "slot": slot,
         "index": pair.dali_indices[slot],
         "token": pair.dali["dali"][slot]["token"],
-        "prev_exists": bool(pair.dali["prev_exists"][slot, 0]),
+        "prev_exists": bool(pair.dali["prev_exists"][slot, -1]),  # the sample's own (last) frame
         "padded": draw.resize_dims[0] < loader_cfg.aug.final_dim[1],
         "draw": draw.as_dict(),
         "upstream_used": {
@@ -86,6 +86,29 @@ def compare_batches(
     return record
 
 
+def declared_mode(cfg: Any) -> str:
+    """The training mode a config asks for (upstream's dataset defaults for absent keys)."""
+    from dali_streampetr.training_mode import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, dataset_values
+
+    values = dataset_values(cfg.data.train)
+    if values["seq_mode"]:
+        return STREAMING
+    return SINGLE_FRAME if values["queue_length"] == 1 else SLIDING_WINDOW
+
+
+def upstream_training_configs(checkout: Path) -> list[str]:
+    """Every config under ``projects/configs/`` of the applied checkout that upstream tracks (the
+    overlay's own configs left out), relative to the checkout."""
+    configs = checkout / "projects" / "configs"
+    ours = {
+        p.relative_to(REPO_ROOT / "overlay")
+        for p in (REPO_ROOT / "overlay" / "projects" / "configs").rglob("*.py")
+    }
+    return sorted(
+        str(p.relative_to(checkout)) for p in configs.rglob("*.py") if p.relative_to(checkout) not in ours
+    )
+
+
 def run_config(
     config: str,
     data_root: Path,
@@ -102,14 +125,20 @@ def run_config(
     draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
     from dali_streampetr.config import loader_config_from
+    from dali_streampetr.training_mode import UnsupportedConfigError
 
     t0 = time.perf_counter()
     cfg = load_config(config, data_root, samples_per_gpu)
-    loader_cfg = loader_config_from(cfg)
+    try:
+        loader_cfg = loader_config_from(cfg)
+    except UnsupportedConfigError as exc:  # refused by name: handled, nothing to compare
+        return {"config": config, "mode": declared_mode(cfg), "refused": str(exc), "ok": True,
+                "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
     if seed is None:
         seed = covering_seed(loader_cfg, batches, cfg.data.samples_per_gpu)
     record: dict[str, Any] = {
         "config": config,
+        "mode": loader_cfg.mode.name,
         "data_root": str(data_root),
         "seed": seed,
         "batches": batches,
@@ -119,7 +148,10 @@ def run_config(
         "pad_below_resize": pad_threshold(loader_cfg),
     }
     record.update(compare_batches(cfg, loader_cfg, data_root, batches=batches, seed=seed, log=log))
-    sequence = compare_streams(cfg, original_dataset(cfg), data_root, seed=seed, iters=sequence_iters)
+    if loader_cfg.mode.epoch_based:
+        sequence = compare_epoch_streams(cfg, original_dataset(cfg), data_root, seed=seed)
+    else:
+        sequence = compare_streams(cfg, original_dataset(cfg), data_root, seed=seed, iters=sequence_iters)
     record["sequence"] = {"equal": all(r["equal"] for r in sequence), "runs": sequence}
     record["draws"] = compare_draws(
         dali_draws(loader_cfg, draws, seed, cfg.data.samples_per_gpu),

@@ -81,6 +81,22 @@ def render(record: dict[str, Any]) -> str:
     return "\n".join([head, "", field_table(record), "", *summary_lines(record)])
 
 
+def result_of(record: dict[str, Any]) -> str:
+    """PASS, FAIL or ``refused: <reason>`` (a refusal is a handled config: its ``ok`` is True)."""
+    if "refused" in record:
+        return f"refused: {record['refused']}"
+    return "PASS" if record["ok"] else "FAIL"
+
+
+def config_table(records: list[dict[str, Any]]) -> str:
+    """Markdown table: one row per config (path, training mode, result)."""
+    rows = ["| upstream config | training mode | result |", "|---|---|---|"]
+    for r in records:
+        reason = result_of(r).replace("|", "\\|")
+        rows.append(f"| {r['config']} | {r['mode'].replace('_', ' ')} | {reason} |")
+    return "\n".join(rows)
+
+
 def _clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)

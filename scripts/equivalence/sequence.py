@@ -130,3 +130,55 @@ def compare_streams(
                     row.update(equal=diff is None, first_diff=diff, frames=sum(len(b) for b in want))
                 rows.append(row)
     return rows
+
+
+GROUP_SAMPLER = {"type": "DistributedGroupSampler"}
+EPOCH_RUNNER = {"type": "EpochBasedRunner"}
+
+
+def original_epoch_indices(dataset: Any, samples_per_gpu: int, run: Run, epochs: int) -> list[list[int]]:
+    """The batches of ``epochs`` epochs from upstream's ``DistributedGroupSampler`` of one rank, as
+    the plugin's ``build_dataloader`` builds it (``set_epoch`` before each, as mmcv's runners do)."""
+    from projects.mmdet3d_plugin.datasets.builder import build_dataloader
+
+    with as_rank(run.rank, run.world_size):
+        loader = build_dataloader(
+            dataset, samples_per_gpu, 0, 1, dist=True, seed=run.seed, shuffler_sampler=GROUP_SAMPLER,
+            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=EPOCH_RUNNER,
+            replicate_dataset_per_gpu=run.replicate_dataset_per_gpu,
+        )  # fmt: skip
+    batches = []
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+        order = list(iter(loader.sampler))
+        batches += [order[i : i + samples_per_gpu] for i in range(0, len(order), samples_per_gpu)]
+    return batches
+
+
+def compare_epoch_streams(
+    cfg: Any,
+    dataset: Any,
+    data_root: Path,
+    *,
+    world_sizes: tuple[int, ...] = (1, 2, 4),
+    seed: int = 0,
+    epochs: int = 3,
+) -> list[dict[str, Any]]:
+    """For the epoch-based modes: one record per (split, world size, rank) comparing ``epochs`` epochs
+    of upstream's sampler with the DALI loader's (sampled indices, before any replacement)."""
+    from dali_streampetr.iterator import build_loader
+
+    rows = []
+    for replicate in (False, True):
+        for world_size in world_sizes:
+            for rank in range(world_size):
+                run = Run(rank, world_size, seed, replicate, False, iters=0)
+                want = original_epoch_indices(dataset, cfg.data.samples_per_gpu, run, epochs)
+                where = {"rank": rank, "world_size": world_size, "seed": seed}
+                loader = build_loader(cfg, data_root, **where, replicate_dataset_per_gpu=replicate)
+                got = [loader.sampler.batch(i) for i in range(len(want))]
+                diff = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
+                rows.append({**run.split(), "world_size": world_size, "rank": rank, "iterations": len(want),
+                             "equal": diff is None and len(loader) * epochs == len(want), "first_diff": diff,
+                             "frames": sum(len(b) for b in want)})  # fmt: skip
+    return rows

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
-from .cases import ACCV_BATCH, ROOT, Case, sweep
+from .cases import FRAMES_PER_BATCH, ROOT, Case, sweep
 from .runcase import RESULT_TAG
 
 PACKAGES = (
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "configuration's repeats (evens out a host whose speed drifts; default 1)",
     )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench", help="output folder")
-    ap.add_argument("--profiles", default="r50,accv", help="comma list of r50, accv (default both)")
+    ap.add_argument("--profiles", default="r50,accv", help="comma list of r50, accv, 8key (default r50,accv)")
     ap.add_argument("--only", default="", help="run only configurations whose name contains this")
     ap.add_argument("--accv-full", action="store_true", help="sweep accv like r50 (default: 2 cores only)")
     ap.add_argument("--no-variants", action="store_true", help="skip the DALI setting variants")
@@ -76,8 +76,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def batches_for(profile: str, batches: int) -> int:
-    """Timed batches per repeat: the accv profile (batch 8) about 2/3 of r50's samples (time budget)."""
-    return batches if profile == "r50" else max(2, math.ceil(batches * 2 / ACCV_BATCH) - 1)
+    """Timed batches per repeat: the accv and 8key profiles (8 frames a batch) about 2/3 of r50's
+    frames (time budget)."""
+    if profile == "r50":
+        return batches
+    return max(2, math.ceil(batches * FRAMES_PER_BATCH["r50"] / FRAMES_PER_BATCH[profile]) - 1)
 
 
 def run_json(module: str, spec: dict[str, Any]) -> dict[str, Any]:

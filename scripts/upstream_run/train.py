@@ -28,12 +28,21 @@ CONFIGS = {
         "smoke": "projects/configs/cpu/stream_petr_r50_cpu_smoke.py",
         "small": "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py",
         "plain-attn": "projects/configs/cpu/stream_petr_r50_cpu_smoke_plain_attn.py",
+        "petrv1": "projects/configs/cpu/petrv1_r50_cpu_smoke.py",
+        "8key": "projects/configs/cpu/stream_petr_r50_8key_cpu_smoke_352.py",
     },
     "dali": {
         "smoke": "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py",
         "small": "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py",
+        "petrv1": "projects/configs/dali/petrv1_r50_cpu_smoke_dali.py",
+        "8key": "projects/configs/dali/stream_petr_r50_8key_cpu_smoke_352_dali.py",
     },
 }
+# Prints whether a config trains outside streaming (seq_mode=False: upstream's epoch-based sampler).
+_EPOCH_BASED = (
+    "import sys; from mmcv import Config; "
+    "print(not Config.fromfile(sys.argv[1]).data.train.get('seq_mode', False))"
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,7 +54,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--work-dir", type=Path, help="default: work_dirs/train_<loader>")
     ap.add_argument(
-        "--config", default="smoke", help="smoke, small (final_dim 128x352), plain-attn, or a path"
+        "--config",
+        default="smoke",
+        help="smoke, small (final_dim 128x352), plain-attn, petrv1 and 8key "
+        "(DALI: single frame, sliding window), or a path",
     )
     ap.add_argument("--gpus", type=int, default=1, help="processes (torchrun) — one per GPU, or CPU ranks")
     ap.add_argument(
@@ -90,6 +102,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def epoch_based(args: argparse.Namespace, config: str) -> bool:
+    """Whether ``config`` trains outside streaming: the DALI loader then reproduces upstream's
+    distributed sampler and needs a process group, also for one process."""
+    out = subprocess.run(
+        [str(args.python), "-c", _EPOCH_BASED, config], cwd=CHECKOUT, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"upstream_run train: cannot read {config}: {out.stderr.strip()[-500:]}")
+    return out.stdout.strip().endswith("True")
+
+
 def train_script(args: argparse.Namespace) -> list[str]:
     """`tools/train.py <config> ...` with the run's options (no python, no launcher)."""
     config = CONFIGS[args.loader].get(args.config, args.config)
@@ -117,9 +140,10 @@ def train_script(args: argparse.Namespace) -> list[str]:
 
 
 def train_command(args: argparse.Namespace) -> list[str]:
-    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1."""
+    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1 or when
+    a DALI run of an epoch-based config needs a process group."""
     script = train_script(args)
-    if args.gpus == 1:
+    if args.gpus == 1 and not (args.loader == "dali" and epoch_based(args, script[1])):
         return [str(args.python), *script]
     launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]
     launcher += ["--master_addr=127.0.0.1", f"--master_port={free_port()}"]

@@ -1,0 +1,105 @@
+"""Upstream's ``DistributedGroupSampler`` (the single-frame and sliding-window configs), as a pure
+function of the iteration: the batches of epoch ``e`` are upstream's ``__iter__`` after
+``set_epoch(e)``, cut into ``samples_per_gpu`` blocks; iteration ``i`` is block ``i % L`` of epoch
+``i // L`` (``L`` = batches per epoch), so a resumed run needs only its iteration.
+
+Per epoch (upstream's ``__iter__``): one ``torch.Generator`` seeded ``epoch + seed``; per group a
+``torch.randperm`` of its frames, padded by repetition to a multiple of ``samples_per_gpu *
+num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; rank ``r`` takes the
+``r``-th contiguous ``num_samples`` of them. The seed is used as given (no broadcast), as upstream.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+
+def epoch_indices(
+    flags: np.ndarray, samples_per_gpu: int, num_replicas: int, rank: int, seed: int, epoch: int
+) -> list[int]:
+    """This rank's frame indices of one epoch, in upstream's order (``DistributedGroupSampler``)."""
+    flags = np.asarray(flags, dtype=np.int64)
+    sizes = np.bincount(flags)
+    num_samples = sum(math.ceil(s / samples_per_gpu / num_replicas) * samples_per_gpu for s in sizes)
+    g = torch.Generator()
+    g.manual_seed(epoch + seed)
+    indices: list[int] = []
+    for i, size in enumerate(sizes):
+        if size == 0:
+            continue
+        members = np.where(flags == i)[0]
+        group = members[list(torch.randperm(int(size), generator=g).numpy())].tolist()
+        extra = math.ceil(size / samples_per_gpu / num_replicas) * samples_per_gpu * num_replicas - len(group)
+        tmp = group.copy()
+        for _ in range(extra // size):
+            group.extend(tmp)
+        group.extend(tmp[: extra % size])
+        indices.extend(group)
+    blocks = torch.randperm(len(indices) // samples_per_gpu, generator=g).tolist()
+    indices = [indices[j] for b in blocks for j in range(b * samples_per_gpu, (b + 1) * samples_per_gpu)]
+    return indices[num_samples * rank : num_samples * (rank + 1)]
+
+
+class GroupEpochSampler:
+    """Frame indices per iteration for this rank (same interface as
+    :class:`~dali_streampetr.sequences.StreamSampler`). ``mode='replicate'``: every rank samples the
+    whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
+
+    def __init__(
+        self,
+        flags: np.ndarray,
+        batch_size: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        mode: str = "shard",
+    ) -> None:
+        if mode not in ("shard", "replicate"):
+            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside world size {world_size}")
+        self.flags = np.asarray(flags, dtype=np.int64)
+        self.batch_size, self.rank, self.world_size, self.mode, self.seed = (
+            batch_size,
+            rank,
+            world_size,
+            mode,
+            seed,
+        )
+        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
+        sizes = np.bincount(self.flags)
+        self.groups_num = len(sizes)
+        self.num_samples = sum(math.ceil(s / batch_size / self.replicas) * batch_size for s in sizes)
+        self.batches_per_epoch = self.num_samples // batch_size
+        self.epoch = 0
+        self._cached: tuple[int, list[int]] | None = None
+
+    def indices(self, epoch: int) -> list[int]:
+        """This rank's frames of ``epoch`` (upstream's sampler after ``set_epoch(epoch)``)."""
+        if self._cached is None or self._cached[0] != epoch:
+            order = epoch_indices(
+                self.flags, self.batch_size, self.replicas, self.sampler_rank, self.seed, epoch
+            )
+            self._cached = (epoch, order)
+        return self._cached[1]
+
+    def batch(self, iteration: int) -> list[int]:
+        """Dataset indices of this rank's batch number ``iteration`` (0-based, across epochs)."""
+        epoch, pos = divmod(iteration, self.batches_per_epoch)
+        return self.indices(epoch)[pos * self.batch_size : (pos + 1) * self.batch_size]
+
+    def prev_exists(self, index: int) -> bool:
+        """A sample's first frame never has a predecessor (upstream sets it by scene within the queue)."""
+        return False
+
+    def __len__(self) -> int:
+        """Batches per epoch (the DataLoader's length over this sampler)."""
+        return self.batches_per_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Stored only: the epoch is ``iteration // len(self)`` (the runner's calls agree with it)."""
+        self.epoch = epoch
