@@ -35,7 +35,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from slurm_local.cluster import SlurmUnavailable
@@ -99,6 +99,16 @@ def slurm_answers(env: dict[str, str], partition: str) -> bool:
     return done.returncode == 0
 
 
+RENDEZVOUS_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less the launcher variables a surrounding run may have set: srun passes the
+    submitter's environment on, and tools/slurm_env.py keeps a MASTER_ADDR/MASTER_PORT it finds
+    (as mmcv's SLURM init does), so an inherited one would send the smoke job's tasks elsewhere."""
+    return {k: v for k, v in environ.items() if k not in RENDEZVOUS_VARS}
+
+
 @contextlib.contextmanager
 def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
@@ -107,7 +117,7 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
 
     if slurm_answers(dict(os.environ), partition):
         say(f"using the running SLURM (partition {partition})")
-        yield dict(os.environ)
+        yield without_rendezvous(os.environ)
         return
     if partition != "cpu":
         raise SmokeError(f"no SLURM answers for partition {partition}; a local one only has partition cpu")
@@ -118,7 +128,7 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     started = time.monotonic()
     with LocalSlurm() as local:
         say(f"started a local SLURM in {time.monotonic() - started:.0f} s")
-        yield local.env
+        yield without_rendezvous(local.env)
     say("stopped the local SLURM (munged, slurmctld, slurmd)")
 
 

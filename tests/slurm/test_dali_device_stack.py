@@ -18,8 +18,9 @@ def test_the_dali_device_is_the_local_rank_slurm_gives(slurm_env: ModuleType, mo
     task = {"SLURM_PROCID": "11", "SLURM_NTASKS": "16", "SLURM_LOCALID": "3", "SLURM_JOB_ID": "7"}
     for key, value in {**task, "SLURM_NODELIST": "gpu[01-02]", "PATH": ""}.items():
         monkeypatch.setenv(key, value)
-    for key in ("LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_NODELIST"):
-        monkeypatch.delenv(key, raising=False)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_NODELIST"):
+        monkeypatch.setenv(key, "")  # recorded, so the values the export writes are undone after the test
+        monkeypatch.delenv(key)
     slurm_env.export_slurm_dist_env()
     on_gpu = Config({"data_loading_config": {"device": "gpu"}})
     assert get_dali_pipeline_distributed_args(on_gpu)["device_id"] == 3

@@ -107,7 +107,16 @@ def test_export_updates_the_process_environment(
     for key, value in {**TASK, "SLURM_NODELIST": "c[7-9]", "SLURM_STEP_ID": "2"}.items():
         monkeypatch.setenv(key, value)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_NODELIST"):
-        monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv(key, "")  # recorded, so the values the export writes are undone after the test
+        monkeypatch.delenv(key)
     derived = slurm_env.export_slurm_dist_env()
     assert {k: os.environ[k] for k in derived} == derived
     assert derived["MASTER_ADDR"] == "c7" and derived["LOCAL_RANK"] == "1"
+
+
+def test_the_smoke_job_does_not_inherit_a_surrounding_rendezvous() -> None:
+    from upstream_run.slurm_smoke import without_rendezvous
+
+    inherited = {"MASTER_ADDR": "gpu01", "MASTER_PORT": "1", "RANK": "11", "WORLD_SIZE": "16"}
+    env = without_rendezvous({**inherited, "PATH": "/bin", "SLURM_CONF": "slurm.conf"})
+    assert env == {"PATH": "/bin", "SLURM_CONF": "slurm.conf"}
