@@ -18,7 +18,7 @@ from .plan import BatchPlanner
 from .sequences import StreamSampler, group_flags
 from .targets import read_record, split_geometry
 from .validate import require_cuda
-from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, worker_processes
+from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, build_within, worker_processes
 
 # StreamPETR's collect_keys: per-frame geometry and timing, stacked with a T=1 axis.
 COLLECT_KEYS = (
@@ -151,7 +151,11 @@ class DaliStreamLoader:
         source = ImageSource(
             self.cfg, self.sampler_args, self.seed, self.frames, self.iteration, frozenset(self._replaced)
         )
-        self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
+        self._pipe = build_within(
+            lambda: build_pipeline(source, self.n_cams, self.device_id, self.seed),
+            self.cfg.start_timeout_s,
+            self.iteration,
+        )
         self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s, self._assemble)
 
     def _discard(self) -> None:

@@ -13,6 +13,7 @@ unblock it, and the loader builds a new pipeline.
 
 from __future__ import annotations
 
+import multiprocessing
 import queue
 import signal
 import threading
@@ -31,6 +32,10 @@ class WorkerDiedError(LoaderFaultError):
 
 class PipelineStalledError(LoaderFaultError):
     """No batch within ``data_loading_config.batch_timeout_s``."""
+
+
+class PipelineStartError(LoaderFaultError):
+    """No pipeline (its workers did not start) within ``data_loading_config.start_timeout_s``."""
 
 
 def worker_processes(pipe: Any) -> list:
@@ -73,8 +78,51 @@ def worker_died_error(pipe: Any, iteration: int, dead: list[tuple[int, int]]) ->
     )
 
 
+def build_within(build: Callable[[], Any], timeout_s: float, iteration: int, poll_s: float = 0.05) -> Any:
+    """``build()`` (the pipeline build, which forks and starts the python workers) on a daemon thread
+    of its own, waited for up to ``timeout_s``. On time-out the worker processes started meanwhile
+    are killed, the thread is abandoned and :class:`PipelineStartError` names the stage and the key.
+    The build's own error is raised as is."""
+    before = set(multiprocessing.active_children())
+    done: queue.Queue = queue.Queue()
+
+    def run() -> None:
+        try:
+            done.put((True, build()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            done.put((False, exc))
+
+    threading.Thread(target=run, name="dali-pipeline-build", daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ok, value = done.get(timeout=poll_s)
+        except queue.Empty:
+            if time.monotonic() < deadline:
+                continue
+            started = [p for p in multiprocessing.active_children() if p not in before]
+            for proc in started:
+                proc.kill()
+            pids = [p.pid for p in started]
+            raise PipelineStartError(
+                f"the DALI pipeline for iteration {iteration} was not built within "
+                f"data_loading_config.start_timeout_s={timeout_s:g} s (stage: pipeline build and python "
+                f"worker start-up; worker process(es) {pids} killed). A worker that hangs while it starts "
+                "(a stopped process, a hung file system, no room in /dev/shm) or a host too loaded to start "
+                "one looks like this: check the host, raise start_timeout_s if the start is legitimately "
+                f"this slow, or try data_loading_config.py_num_workers=0. The next next() builds again."
+            ) from None
+        if ok:
+            return value
+        raise value
+
+
 # Delay between a hand-over and the start of the next run (see PipelineWatchdog).
 HANDOVER_GRACE_S = 0.002
+
+
+RUN_STAGE = "pipe.run(): reading, decoding and resizing the images"
+ASSEMBLY_STAGE = "assembling the batch from the pipeline's outputs"
 
 
 class AssemblyError(RuntimeError):
@@ -111,21 +159,26 @@ class PipelineWatchdog:
         self._results: queue.Queue = queue.Queue()
         self._pending: int | None = None  # requested, result not taken yet
         self._thread = threading.Thread(target=self._serve, name="dali-pipeline-run", daemon=True)
-        self._thread.start()
         self.stuck = False
+        self.stage = "waiting for a request"  # what the run thread is doing (named by a stall)
+        self._thread.start()
 
     def _serve(self) -> None:
         while (iteration := self._requests.get()) is not None:
             time.sleep(self.grace_s)
+            self.stage = RUN_STAGE
             try:
                 outputs = self.pipe.run()
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                self.stage = "waiting for a request"
                 self._results.put((False, exc))
                 continue
+            self.stage = ASSEMBLY_STAGE
             try:
                 self._results.put((True, self.prepare(outputs, iteration)))
             except BaseException as exc:  # noqa: BLE001
                 self._results.put((False, AssemblyError(exc)))
+            self.stage = "waiting for a request"
             del outputs  # the batch keeps what it needs; drop the rest before waiting for a request
 
     def request(self, iteration: int) -> None:
@@ -176,7 +229,8 @@ class PipelineWatchdog:
         workers = f"worker process(es) {alive} alive" if alive else "no worker processes (py_num_workers=0)"
         return (
             f"no batch from the DALI pipeline for iteration {iteration} within "
-            f"data_loading_config.batch_timeout_s={self.timeout_s:g} s ({workers}). A hung file system "
+            f"data_loading_config.batch_timeout_s={self.timeout_s:g} s (stage: {self.stage}; {workers}; "
+            "that run and its thread are abandoned). A hung file system "
             "read or an overloaded host stalls it: check the storage, raise batch_timeout_s if batches are "
             "legitimately this slow, or try data_loading_config.py_num_workers=0. The next next() rebuilds "
             f"the pipeline at iteration {iteration}."
