@@ -44,6 +44,7 @@ from .checkout import (
 from .diagnose import diagnose_patch
 from .faults import kill_point
 from .gitcmd import git, git_out, has_commit
+from .gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from .journal import clear_journal, owns, read_journal, write_journal
 from .lock import hold
 from .series import Patch, load_series
@@ -313,6 +314,7 @@ def apply_target(target: Target, force: bool = False) -> Outcome:
 def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path], force: bool) -> Outcome:
     checkout, label, pin = target.checkout, target.label, target.pin.commit
     clear_stale_index_lock(checkout)
+    clear_stale_index_lock_of_checkout(checkout)
     journal = read_journal(checkout)
     if journal:
         remove_leftover_tmp(checkout, list(journal["paths"]))
@@ -335,7 +337,7 @@ def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path]
     write_journal(checkout, _journal(checkout, journal, plan, head, pin))
     kill_point(f"{label}:journal")
     if head != pin:
-        git("reset", "--quiet", pin, cwd=checkout)
+        run_index_git(checkout, label, "reset", "--quiet", pin)
         kill_point(f"{label}:head")
     for i, rel in enumerate(plan, 1):
         put(checkout / rel, plan[rel], step=f"{label}:write-{i}")

@@ -53,6 +53,7 @@ CHANGED_STEPS = [
     "StreamPETR:lock",
     "StreamPETR:index",
     "StreamPETR:journal",
+    "StreamPETR:git-reset:started",
     "StreamPETR:head",
     *(f"StreamPETR:write-{i}{tmp}" for i in range(1, 7) for tmp in (":tmp", "") if (i, tmp) != (1, ":tmp")),
     "StreamPETR:stamp",
