@@ -5,7 +5,8 @@ docstrings) for relative Markdown links, resolved from the file's folder, and fo
 such as ``docs/tolerances.md``, ``scripts/equivalence/`` or ``README.md``, resolved from the
 repository root. Not required to exist: paths git ignores (output the tools write, such as the
 applied checkout ``upstream/StreamPETR``) and paths of an upstream tree, written "StreamPETR's
-docs/setup.md". Patch files are upstream's text and are not scanned.
+docs/setup.md". Patch files are upstream's text and are not scanned. A Markdown link's ``#anchor``
+must name a heading of the page it points at, and docs/README.md (the index) links every page of docs/.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ REPO_PATH = re.compile(r"(?<![\w./~$-])((?:" + "|".join(TOP_DIRS) + r")/[\w./-]*
 # an upper-case Markdown file at the root, as README.md or a design guide would be named
 ROOT_DOC = re.compile(r"(?<![\w./~$-])([A-Z][A-Z0-9_-]*\.md)\b")
 UPSTREAM_OWNER = re.compile(r"(?:StreamPETR|upstream|mmdet3d|mmcv)'s `?$")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 
 def text_files(root: Path) -> list[Path]:
@@ -99,13 +101,69 @@ def dangling(root: Path, files: Iterable[Path]) -> tuple[list[str], int]:
     return [where for where, rel in missing if rel not in skip], seen
 
 
+def anchors(path: Path) -> set[str]:
+    """The ``#anchor`` of every heading of a Markdown file, as GitHub makes them: lower case, punctuation
+    dropped, spaces as hyphens, ``-1``, ``-2`` ... after repeats; headings inside code fences do not count."""
+    seen: dict[str, int] = {}
+    out: set[str] = set()
+    fenced = False
+    for line in path.read_text(errors="replace").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        heading = None if fenced else HEADING.match(line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-")
+            out.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+            seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+def broken_anchors(root: Path, files: Iterable[Path]) -> list[str]:
+    """``file:line: link`` for each Markdown link whose ``#anchor`` is no heading of the page it names."""
+    broken = []
+    for path in (f for f in files if f.suffix == ".md"):
+        for number, line in prose_lines(path):
+            for target in MD_LINK.findall(line):
+                page, _, anchor = target.partition("#")
+                resolved = (path.parent / page).resolve() if page else path
+                checked = anchor and ":" not in page and resolved.suffix == ".md" and resolved.is_file()
+                if checked and anchor not in anchors(resolved):
+                    broken.append(f"{path.relative_to(root)}:{number}: {target}")
+    return broken
+
+
 def test_every_referenced_file_exists() -> None:
     files = [f for f in text_files(ROOT) if f != Path(__file__)]  # this file's examples are made up
     missing, seen = dangling(ROOT, files)
     assert not missing, "references to files the repository does not contain:\n" + "\n".join(missing)
     assert seen > 50  # the scan really read the docs: the README alone names dozens of paths
     readme = {target for _, target, _ in references(ROOT, ROOT / "README.md")}
-    assert {"docs/tolerances.md", "docs/equivalence.md", "scripts/synthdata/"} <= readme
+    assert {"docs/README.md", "docs/tolerances.md", "docs/equivalence.md", "scripts/synthdata/"} <= readme
+
+
+def test_every_link_anchor_exists() -> None:
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    assert not broken_anchors(ROOT, [ROOT / "README.md", *docs])
+    assert "evaluate" in anchors(ROOT / "docs" / "training.md")  # the front page links it
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / t.split("#", 1)[0]).resolve() for t in MD_LINK.findall(index.read_text())}
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md")} - {index.resolve()}
+    unlisted = sorted(p.name for p in pages - linked)
+    assert not unlisted, f"docs/README.md does not list: {', '.join(unlisted)}"
+    assert len(pages) >= 10
+
+
+def test_anchors_follow_github_and_a_wrong_one_is_reported(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Top\n\n## What `train_dali` does\n\n```bash\n# not a heading\n```\n## Top\n")
+    assert anchors(page) == {"top", "what-train_dali-does", "top-1"}
+    readme = tmp_path / "README.md"
+    readme.write_text("[a](page.md#top-1) [b](page.md#what-train_dali-does)\n")
+    readme.write_text(readme.read_text() + "[c](page.md#not-a-heading) [d](#top)\n")
+    assert broken_anchors(tmp_path, [readme]) == ["README.md:2: page.md#not-a-heading", "README.md:2: #top"]
 
 
 def test_the_scan_reports_a_dangling_reference(tmp_path: Path) -> None:

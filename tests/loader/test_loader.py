@@ -9,6 +9,7 @@ from conftest import tiny_config
 from dali_streampetr.config import loader_config_from
 from dali_streampetr.geometry import project
 from dali_streampetr.iterator import build_loader
+from float_tolerance import BATCH_LIDAR2IMG_OPS, float_atol, projection_atol
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +84,17 @@ def test_box_centres_project_onto_centers2d(batches):
             boxes = batch["gt_bboxes_3d"][b][0].numpy().astype(np.float64)
             gravity = boxes[:, :3] + np.c_[np.zeros((len(boxes), 2)), boxes[:, 5] / 2]
             for cam in range(6):
-                uv, depth = project(batch["lidar2img"][b, 0, cam].numpy().astype(np.float64), gravity)
+                l2i = batch["lidar2img"][b, 0, cam].numpy().astype(np.float64)
+                uv, depth = project(l2i, gravity)
+                # float32 (tests/float_tolerance.py): the matrix's chain and the boxes' BEV rotation,
+                # scale and shift (10, twice for the rotation's mixing of x and y); the 2D centre: the
+                # pickle's float32, the resize, the shift and the cast (4) on <= 1600 px; hypot: sqrt 2
+                tol = projection_atol(np.float32, l2i, gravity, BATCH_LIDAR2IMG_OPS + 2 * 10)
+                tol = np.sqrt(2) * (tol + float_atol(np.float32, 1600, 4))
                 for u, v in batch["centers2d"][b][0][cam].numpy():
                     if 0 < u < 176 and 0 < v < 64:  # not clipped to the canvas
                         err = np.hypot(uv[:, 0] - u, uv[:, 1] - v) + 1e3 * (depth <= 0)
-                        assert err.min() < 1e-2, (cam, u, v, err.min())
+                        assert (err <= tol).any(), (cam, u, v, err.min())
                         checked += 1
     assert checked > 20
 
@@ -103,9 +110,14 @@ def test_flip_mirrors_the_camera_matrix(tiny_root):
     a = frame_targets(frame, replace(plan.draw, flip=False), loader.cfg)
     b = frame_targets(frame, replace(plan.draw, flip=True), loader.cfg)
     pts = np.array([[10.0, 2.0, 0.5, 1.0], [15.0, -3.0, 1.0, 1.0]])
-    ua, ub = pts @ a["lidar2img"][0].T, pts @ b["lidar2img"][0].T
-    np.testing.assert_allclose(ub[:, 0] / ub[:, 2], 176 - ua[:, 0] / ua[:, 2], atol=1e-3)
-    np.testing.assert_allclose(ub[:, 1:], ua[:, 1:], atol=1e-3)
+    la, lb = (np.asarray(t["lidar2img"][0], dtype=np.float64) for t in (a, b))
+    ua, ub = pts @ la.T, pts @ lb.T
+    # float32, each side its matrix's chain (tests/float_tolerance.py); the mirror 176 - u is exact
+    atol = sum(projection_atol(np.float32, m, pts[:, :3], BATCH_LIDAR2IMG_OPS).max() for m in (la, lb))
+    np.testing.assert_allclose(ub[:, 0] / ub[:, 2], 176 - ua[:, 0] / ua[:, 2], rtol=0, atol=atol)
+    # exact: the flip changes only the first row of ida K (the others are multiplied by 1, plus 0),
+    # and the float32 steps compute every row of the product alike
+    np.testing.assert_array_equal(ub[:, 1:], ua[:, 1:])
 
 
 def test_determinism_and_resume(tiny_root):

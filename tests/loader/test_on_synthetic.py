@@ -9,6 +9,7 @@ import pytest
 import torch
 from dali_streampetr.geometry import project
 from dali_streampetr.iterator import build_loader
+from float_tolerance import BATCH_LIDAR2IMG_OPS, float_atol, projection_atol
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +45,15 @@ def test_2d_centres_are_raw_3d_centres_through_the_output_matrices(batches, synt
             c, s = np.cos(draw.rot_angle), np.sin(draw.rot_angle)
             moved = draw.scale_ratio * centres[record["token"]] @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
             for cam in range(6):
-                uv, depth = project(batch["lidar2img"][b, 0, cam].numpy().astype(np.float64), moved)
+                l2i = batch["lidar2img"][b, 0, cam].numpy().astype(np.float64)
+                uv, depth = project(l2i, moved)
+                # float32 (tests/float_tolerance.py): the matrix's chain; the 2D centre: the pickle's
+                # float32, the resize, the shift and the cast (4) on <= 1600 px; hypot: sqrt 2
+                tol = projection_atol(np.float32, l2i, moved, BATCH_LIDAR2IMG_OPS)
+                tol = np.sqrt(2) * (tol + float_atol(np.float32, 1600, 4))
                 for u, v in batch["centers2d"][b][0][cam].numpy():
                     if 0 < u < 704 and 0 < v < 256:  # not clipped to the canvas
                         err = np.hypot(uv[:, 0] - u, uv[:, 1] - v) + 1e3 * (depth <= 0)
-                        assert err.min() < 1e-2, (cam, u, v, err.min())
+                        assert (err <= tol).any(), (cam, u, v, err.min())
                         checked += 1
     assert checked >= 20
