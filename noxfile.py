@@ -22,6 +22,11 @@ from overlaytool.targets import load_targets  # noqa: E402
 ENV_ROOT = ROOT / ".nox" / "_env"
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
+if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
+    from wheelhouse.offline import activate
+
+    os.environ.update(activate(Path(os.environ["STREAMPETR_WHEELHOUSE"])))
+
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"
 
@@ -111,7 +116,8 @@ def make_data(session: nox.Session) -> None:
 
 @nox.session
 def rebase(session: nox.Session) -> None:
-    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--abort`."""
+    """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--skip`,
+    `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing."""
     run_tool(session, sys.executable, "overlaytool", "rebase", *session.posargs)
 
 
@@ -172,6 +178,14 @@ def evaluate(session: nox.Session) -> None:
 
 
 @nox.session
+def slurm_smoke(session: nox.Session) -> None:
+    """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
+    python = upstream_python(session)
+    args = data_root_args(session, python, list(session.posargs))
+    run_tool(session, sys.executable, "upstream_run", "slurm_smoke", "--install", *args)
+
+
+@nox.session
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
     upstream_python(session)
@@ -192,3 +206,15 @@ def equivalence(session: nox.Session) -> None:
     python = upstream_python(session)
     args = data_root_args(session, python, list(session.posargs))
     run_tool(session, python, "equivalence", *args)
+
+
+@nox.session
+def wheelhouse(session: nox.Session) -> None:
+    """Every wheel both envs install, hash-locked, + the GPU check kit: `-- [--out DIR] [--cuda 12|13]`."""
+    run_tool(session, hermetic_python(session), "wheelhouse", *session.posargs)
+
+
+@nox.session
+def gpu_check(session: nox.Session) -> None:
+    """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
+    run_tool(session, hermetic_python(session), "gpukit", *session.posargs)

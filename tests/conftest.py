@@ -7,6 +7,7 @@ the tier; the end of the run prints which tiers ran.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -89,3 +90,17 @@ def synthetic_dataset() -> Path:
     from synthdata import ensure_dataset
 
     return ensure_dataset(scenes=3, samples_per_scene=4, seed=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def frame_store_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The DALI loader's frame stores of this test session (and its subprocesses): in the session's
+    temp dir, never in the user's cache."""
+    folder = tmp_path_factory.mktemp("frame-stores")
+    before = os.environ.get("STREAMPETR_DALI_FRAME_STORES")
+    os.environ["STREAMPETR_DALI_FRAME_STORES"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("STREAMPETR_DALI_FRAME_STORES", None)
+    else:
+        os.environ["STREAMPETR_DALI_FRAME_STORES"] = before

@@ -29,13 +29,15 @@ from numpy.typing import ArrayLike, DTypeLike
 BATCH_LIDAR2IMG_OPS = 3 + 4 + 1 + 3 * 4 + 3 * (1 + 12)
 
 
-def float_atol(dtype: DTypeLike, scale: float, ops: int = 1) -> float:
+def float_atol(dtype: DTypeLike, scale: ArrayLike, ops: int = 1) -> float | np.ndarray:
     """The worst-case absolute rounding error ``gamma_ops * scale`` of a value computed in ``dtype``
-    by ``ops`` rounding operations on terms of magnitude at most ``scale`` (see the module docstring)."""
+    by ``ops`` rounding operations on terms of magnitude at most ``scale`` (see the module docstring);
+    an array of scales gives one bound per value."""
     u = float(np.finfo(dtype).eps) / 2
     if ops * u >= 1:
         raise ValueError(f"{ops} operations in {np.dtype(dtype).name} can lose every digit: no bound")
-    return ops * u / (1 - ops * u) * float(scale)
+    gamma = ops * u / (1 - ops * u)
+    return gamma * float(scale) if np.ndim(scale) == 0 else gamma * np.asarray(scale, dtype=np.float64)
 
 
 def product_scale(*factors: ArrayLike) -> float:
@@ -58,4 +60,4 @@ def projection_atol(dtype: DTypeLike, lidar2img: ArrayLike, points: ArrayLike, o
     exact = hom @ p.T
     pixels = np.abs(exact[:, :2] / exact[:, 2:3])
     scale = (terms[:, :2] + pixels * terms[:, 2:3]) / np.abs(exact[:, 2:3])
-    return np.array([float_atol(dtype, s, ops) for s in scale.max(1)])
+    return float_atol(dtype, scale.max(1), ops)

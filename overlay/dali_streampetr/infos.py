@@ -1,4 +1,8 @@
-"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives)."""
+"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives).
+
+:func:`read_frames` builds them as Python objects (:class:`Frame`); :func:`load_frames`, what the
+loader uses, serves the same values as views of the node's frame store (:mod:`.frame_cache`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .frame_cache import StoreUnwritable, ensure_store, logger
+from .frame_columns import FrameStore, PathResolver, to_columns
 from .info_schema import InfoSchemaError, validate_infos
 from .unpickle import load_pickle
 
@@ -75,7 +81,7 @@ def rigid_inverse(m: np.ndarray) -> np.ndarray:
     return inv
 
 
-def path_resolver(data_root: Path, probe: str):
+def path_resolver(data_root: Path, probe: str) -> PathResolver:
     """Return ``data_path -> absolute path``.
 
     Upstream opens ``data_path`` relative to the working directory, where the converter wrote
@@ -85,11 +91,11 @@ def path_resolver(data_root: Path, probe: str):
     """
     parts = Path(probe).parts
     if Path(probe).is_absolute() or Path(probe).exists():
-        return lambda p: os.path.abspath(p)
+        return PathResolver(None, None)
     for skip in range(len(parts)):
         if (data_root.joinpath(*parts[skip:])).exists():
-            return lambda p, k=skip: str(data_root.joinpath(*Path(p).parts[k:]).absolute())
-    return lambda p: str((data_root / p).absolute())
+            return PathResolver(data_root, skip)
+    return PathResolver(data_root, None)
 
 
 def _labels(names: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
@@ -146,11 +152,9 @@ def _frame(info: dict, class_names: Sequence[str], resolve) -> Frame:
     )
 
 
-def load_frames(
-    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
-) -> list[Frame]:
-    """Read and validate the info pickle; frames sorted by timestamp (stable), as upstream does.
-    The pickle is read by the restricted unpickler unless ``trusted_pickle``."""
+def read_infos(ann_file: str | Path, *, trusted_pickle: bool = False) -> list[dict]:
+    """The info pickle's validated infos, sorted by timestamp (stable), as upstream does. The pickle
+    is read by the restricted unpickler unless ``trusted_pickle``."""
     ann_file = Path(ann_file)
     if not ann_file.is_file():
         raise FileNotFoundError(f"info pickle not found: {ann_file}")
@@ -160,9 +164,42 @@ def load_frames(
         except Exception as exc:
             raise InfoSchemaError(f"{ann_file} is not a readable info pickle: {exc}") from exc
     try:
-        infos = sorted(validate_infos(data), key=lambda e: e["timestamp"])
+        return sorted(validate_infos(data), key=lambda e: e["timestamp"])
     except InfoSchemaError as exc:
         raise InfoSchemaError(f"{ann_file}: {exc}") from None
-    first_cam = next(iter(infos[0]["cams"].values()))
-    resolve = path_resolver(Path(data_root), str(first_cam["data_path"]))
+
+
+def frame_records(infos: Sequence[dict], class_names: Sequence[str], resolve=os.fspath) -> list[Frame]:
+    """One :class:`Frame` per info (``resolve`` makes ``img_paths`` from the data paths)."""
     return [_frame(info, class_names, resolve) for info in infos]
+
+
+def read_frames(
+    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
+) -> list[Frame]:
+    """The frames as Python objects, straight from the pickle (what :func:`load_frames` stores; the
+    reference its frames are tested against)."""
+    infos = read_infos(ann_file, trusted_pickle=trusted_pickle)
+    first_cam = next(iter(infos[0]["cams"].values()))
+    return frame_records(infos, class_names, path_resolver(Path(data_root), str(first_cam["data_path"])))
+
+
+def load_frames(
+    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
+) -> FrameStore:
+    """The info file's frames, sorted by timestamp (stable), as upstream does: a sequence of
+    :class:`Frame`-like views of the node's frame store (:mod:`.frame_cache`: the pickle is read,
+    by the restricted unpickler unless ``trusted_pickle``, and validated only when the store is
+    built). Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
+    ann_file = Path(ann_file).absolute()
+    if not ann_file.is_file():
+        raise FileNotFoundError(f"info pickle not found: {ann_file}")
+    try:
+        columns, meta, path, key = ensure_store(ann_file, class_names, trusted_pickle)
+        source = (path, key)
+    except StoreUnwritable as exc:
+        logger.warning(f"{exc}; the DALI loader keeps the frames of {ann_file} in its own process")
+        frames = read_frames(ann_file, data_root, class_names, trusted_pickle=trusted_pickle)
+        (columns, meta), source = to_columns(frames), None
+    probe = FrameStore(columns, meta, PathResolver(None, None))[0].data_paths[0]
+    return FrameStore(columns, meta, path_resolver(Path(data_root), probe), source)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from mmcv.runner import CheckpointHook, Hook, get_dist_info
 from mmcv.utils import get_logger
 
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
+from .placement import local_device_id
 from .resume import META_KEY, LoaderStateMismatch, fitting_state, stream_state
 from .schedule import RunSchedule
 
@@ -35,13 +35,8 @@ def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:
     rank when DALI runs on the GPU, else None.
     """
     rank, world_size = get_dist_info()
-    loading = cfg.get("data_loading_config", {}) or {}
-    on_gpu = loading.get("device", "cpu") == "gpu"
-    return {
-        "rank": rank,
-        "world_size": world_size,
-        "device_id": int(os.environ.get("LOCAL_RANK", 0)) if on_gpu else None,
-    }
+    device = (cfg.get("data_loading_config", {}) or {}).get("device", "cpu")
+    return {"rank": rank, "world_size": world_size, "device_id": local_device_id(device)}
 
 
 class SlotLoggingLoader(MMDetDaliLoader):
@@ -133,12 +128,14 @@ def checkpoint_problem(loader: MMDetDaliLoader, checkpoint: str) -> str | None:
 
 
 def _checkpoint_due(runner: Any) -> bool:
-    """Whether a CheckpointHook saves after this iteration (the same test it makes; every rank
-    reaches the same answer, so the gather above is collective)."""
+    """Whether a CheckpointHook saves after this iteration (the same test it makes), or another
+    hook that says so through ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``);
+    every rank reaches the same answer, so the gather above is collective."""
     return any(
         isinstance(h, CheckpointHook)
         and not h.by_epoch
         and (h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner)))
+        or getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
         for h in runner.hooks
     )
 

@@ -170,8 +170,7 @@ class ImageSource:
     ):
         self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
         self.replaced = replaced
-        self.frames = frames
-        self.files = [(f.token, f.cam_names, f.img_paths) for f in frames]
+        self.frames = frames  # read per sample: no per-frame object is held (a forked worker shares them)
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
         self.owner_pid = os.getpid()  # the loader's process: a spawned worker ends when it dies
@@ -208,10 +207,11 @@ class ImageSource:
         iteration = self.start + (batch_info if isinstance(batch_info, int) else batch_info.iteration)
         encoded, rows, records = [], [], []
         for sample in self.planner.plan(iteration):
-            token, cams, paths = self.files[sample.index]
+            frame = self.frames[sample.index]
+            token, cams, paths = frame.token, frame.cam_names, frame.img_paths
             reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
             check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
-            targets = frame_targets(self.frames[sample.index], sample.draw, self.cfg)
+            targets = frame_targets(frame, sample.draw, self.cfg)
             plan = {"iteration": iteration, "index": sample.index, "prev_exists": sample.prev_exists,
                     "draw": sample.draw}  # fmt: skip
             for (data, (h, w), ok), geometry in zip(reads, geometry_rows(targets), strict=True):

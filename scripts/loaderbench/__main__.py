@@ -1,4 +1,5 @@
 """``python -m loaderbench [--data-root DIR] [--batches N] [--repeats R] [--out DIR] ...``
+(``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.scale`)
 
 Runs every configuration in its own process (see :mod:`.runcase`), then the decode floors
 (:mod:`.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
@@ -156,6 +157,17 @@ def measure_case(case: Case, args: argparse.Namespace, data_root: Path, override
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--case" in argv:
+        at = argv.index("--case")
+        case, rest = argv[at + 1 : at + 2], argv[:at] + argv[at + 2 :]
+        if case == ["scale"]:
+            from .scale import main as scale_main
+
+            return scale_main(rest)
+        if case != ["sweep"]:
+            raise SystemExit(f"loaderbench: --case is sweep (default) or scale, got {case}")
+        argv = rest
     args = parse_args(argv)
     t_start = time.perf_counter()
     data_root = (args.data_root or default_data_root()).resolve()

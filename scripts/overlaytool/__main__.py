@@ -87,12 +87,22 @@ def cmd_rebase(args: argparse.Namespace) -> None:
     if args.abort:
         print(rebase.abort(target))
         return
+    if args.check:
+        if not args.ref:
+            raise OverlayError("rebase --check needs the commit or ref to check against")
+        lines, carries_over = rebase.dry_run(target, args.ref, args.source)
+        print("\n".join(lines))
+        if not carries_over:
+            raise OverlayError(f"the series would not carry over to {args.ref} (nothing was changed)")
+        return
     if args.resume:
         lines = rebase.resume(target)
+    elif args.skip:
+        lines = rebase.skip(target)
     elif args.ref:
         lines = rebase.start(target, args.ref, args.source)
     else:
-        raise OverlayError("rebase needs a commit or ref, or --continue / --abort")
+        raise OverlayError("rebase needs a commit or ref, or --continue / --skip / --abort")
     print("\n".join(lines))
 
 
@@ -141,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
     p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
+    p.add_argument("--skip", action="store_true", help="drop the stopped patch from the series and go on")
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
+    p.add_argument("--check", action="store_true", help="dry run: print each patch's status, change nothing")
     p.set_defaults(func=cmd_rebase)
     args = parser.parse_args(argv)
     if hasattr(args, "lock_timeout"):

@@ -5,6 +5,11 @@ Location: `$STREAMPETR_DALI_CACHE`, else `$XDG_CACHE_HOME/streampetr-dali`, else
 file beside it (`<owner>+<repo>.lock`): fetch holds it exclusively, a clone from the mirror
 shares it. A mirror is (re)built by cloning into a fresh directory that is swapped in atomically,
 so a damaged mirror is repaired by any fetch and a killed fetch never leaves half a mirror.
+
+What the refs of a mirror mean: `refs/heads` and `refs/tags` are the pinned URL's, written only by
+a fetch from that URL. Anything fetched from elsewhere (`--from`, a pin's `source`) is fetched by
+commit id, or as the one ref asked for, into `refs/streampetr-dali/keep/<commit>`, so a fork's
+`main` never replaces upstream's.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -26,6 +32,7 @@ from .lock import hold
 from .pins import Pin
 
 KEEP_REFS = "refs/streampetr-dali/keep"  # keeps fetched pins and rebase targets from being pruned
+INCOMING_REFS = "refs/streampetr-dali/incoming"  # a named ref being fetched (`-<pid>`), until it is kept
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
 
@@ -85,10 +92,18 @@ def _repair_hint(pin: Pin) -> str:
     )
 
 
-def _run_progress(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess:
-    """Run git with its progress meter on the console; keep stderr for error reports."""
+def _run_progress(
+    args: list[str], cwd: Path | None, config: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """Run git, showing its progress meter when stderr is a terminal; keep stderr for error reports.
+
+    Git sees a pipe, so it prints progress only with `--progress`, which is added for a terminal
+    alone: a redirected log gets git's messages, not hundreds of carriage-return lines."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    proc = subprocess.Popen(["git", *args], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
+    progress = ["--progress"] if sys.stderr.isatty() else []
+    options = [flag for setting in config for flag in ("-c", setting)]
+    cmd = ["git", *options, args[0], *progress, *args[1:]]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     lines = []
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -110,6 +125,27 @@ def local_source(source: str) -> Path | None:
     return path.resolve()
 
 
+def is_pinned_url(pin: Pin, origin: str) -> bool:
+    """True when `origin` is the pin's URL (or, for a file:// URL, the directory it names)."""
+    if origin == pin.url:
+        return True
+    parsed = urllib.parse.urlparse(pin.url)
+    if parsed.scheme != "file" or "://" in origin:
+        return False
+    return Path(urllib.parse.unquote(parsed.path)).resolve() == Path(origin).expanduser().resolve()
+
+
+def _source_dir(origin: str) -> Path | None:
+    """The repository directory a local path or file:// URL names (None: a remote, or not a repository)."""
+    parsed = urllib.parse.urlparse(origin)
+    if "://" in origin and parsed.scheme != "file":
+        return None
+    path = Path(urllib.parse.unquote(parsed.path) if "://" in origin else origin).expanduser()
+    if not path.is_dir() or git("rev-parse", "--git-dir", cwd=path, check=False).returncode != 0:
+        return None
+    return path
+
+
 def _last_line(proc: subprocess.CompletedProcess) -> str:
     return (proc.stderr.strip().splitlines() or ["no output"])[-1]
 
@@ -124,22 +160,23 @@ def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path
     mirror = mirror_path(pin)
     commits = [pin.commit, *want]
     local = local_source(source) if source else None
-    origin = str(local) if local else (source or pin.url)
-    if local:
-        missing = [c for c in want if not has_commit(local, c)]
-        if missing:
-            raise OverlayError(f"{origin} does not contain commit {missing[0]} (source lacks it).")
+    origin = str(local) if local else (source or pin.source or pin.url)
     with mirror_lock(pin, "fetch"):
         _remove_leftovers(mirror)
         problem = damage(mirror) if mirror.exists() else None
         sound = mirror.exists() and problem is None
         if source is None and sound and all(has_commit(mirror, c) for c in commits):
             return mirror
+        if (directory := _source_dir(origin)) is not None:  # say what it lacks before fetching
+            _require_commits(
+                pin, directory, origin, [c for c in commits if not (sound and has_commit(mirror, c))]
+            )
         print(f"fetch: {pin.name} from {origin} into {mirror}", file=sys.stderr)
+        branches = is_pinned_url(pin, origin)  # only the pinned URL's branches and tags enter refs/heads
         if mirror.exists() and problem is None:
-            proc = _fetch_into(mirror, origin, local is not None, want)
+            proc = _fetch_into(mirror, origin, local is not None, commits, branches)
         else:
-            proc = _fresh_mirror(pin, mirror, origin, local is not None, commits)
+            proc = _fresh_mirror(pin, mirror, origin, local is not None, commits, branches)
         if proc.returncode != 0:
             raise OverlayError(_fetch_failure(pin, mirror, origin, proc, want, problem))
         _require_commits(pin, mirror, origin, commits)
@@ -148,10 +185,15 @@ def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path
     return mirror
 
 
-def _fetch_into(mirror: Path, origin: str, local: bool, want: Iterable[str]) -> subprocess.CompletedProcess:
-    """Fetch branches and tags (and the wanted commits by id) into an existing, sound mirror."""
-    proc = _run_progress(["fetch", "--progress", "--tags", origin, "+refs/heads/*:refs/heads/*"], mirror)
-    if proc.returncode == 0 and (missing := [c for c in want if not has_commit(mirror, c)]):
+def _fetch_into(
+    mirror: Path, origin: str, local: bool, commits: list[str], branches: bool
+) -> subprocess.CompletedProcess:
+    """Into an existing, sound mirror: the pinned URL's branches and tags (`branches`), then the
+    `commits` still missing, by id (from any other source: by id only)."""
+    proc = subprocess.CompletedProcess([], 0, "", "")
+    if branches:
+        proc = _run_progress(["fetch", "--tags", origin, "+refs/heads/*:refs/heads/*"], mirror)
+    if proc.returncode == 0 and (missing := [c for c in commits if not has_commit(mirror, c)]):
         proc = _fetch_by_id(mirror, origin, local, missing)
     return proc
 
@@ -159,9 +201,53 @@ def _fetch_into(mirror: Path, origin: str, local: bool, want: Iterable[str]) -> 
 def _fetch_by_id(mirror: Path, origin: str, local: bool, commits: list[str]) -> subprocess.CompletedProcess:
     """Fetch commits no branch points at (a local source serves any object it holds)."""
     upload = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
-    return _run_progress(
-        ["-c", "protocol.version=2", "fetch", "--no-tags", *upload, origin, *commits], mirror
+    return _run_progress(["fetch", "--no-tags", *upload, origin, *commits], mirror, ("protocol.version=2",))
+
+
+def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
+    """The commit `ref` (a branch or tag name) names at `source`, else at the pinned `url`; the mirror
+    keeps it under `refs/streampetr-dali/keep/<commit>`, and nothing else of the cache changes.
+
+    Offline, a name without `source` falls back to the mirror's own copy of the pinned URL's ref."""
+    origin_arg = source or pin.url  # a bare name is the pinned URL's, even when a fork serves the pin
+    local = local_source(origin_arg) if source else None
+    origin = str(local) if local else origin_arg
+    mirror = fetch(pin, source) if source else require_cached(pin)
+    incoming = f"{INCOMING_REFS}-{os.getpid()}"
+    with mirror_lock(pin, "fetch"):
+        stale = git("for-each-ref", "--format=%(refname)", f"{INCOMING_REFS}-*", cwd=mirror).stdout.split()
+        for leftover in stale:  # of fetches that were killed (the exclusive lock rules out live ones)
+            git("update-ref", "-d", leftover, cwd=mirror, check=False)
+        proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
+        if proc.returncode == 0:
+            commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()
+            git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
+            git("update-ref", "-d", incoming, cwd=mirror, check=False)
+            return commit
+        git("update-ref", "-d", incoming, cwd=mirror, check=False)
+        cached = git(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{ref}^{{commit}}", cwd=mirror, check=False
+        )
+        if source is None and cached.returncode == 0:
+            print(
+                f"fetch: {origin} is not reachable ({_last_line(proc)}); using the cache's copy of its "
+                f"{ref!r}, fetched earlier",
+                file=sys.stderr,
+            )
+            return cached.stdout.strip()
+    raise OverlayError(
+        f"Could not fetch {ref!r} from {origin} (git: {_last_line(proc)}).\n"
+        "Next: name a branch or tag that exists there (`git ls-remote <source>` lists them), give the "
+        "full commit id, or pass `--from <path-or-url>` of a repository that has it."
     )
+
+
+def drop_keep_ref(pin: Pin, commit: str) -> None:
+    """Forget a rebase target the user abandoned (its objects go with the next `git gc`)."""
+    mirror = mirror_path(pin)
+    if mirror.is_dir():
+        with mirror_lock(pin, "rebase"):
+            git("update-ref", "-d", f"{KEEP_REFS}/{commit}", cwd=mirror, check=False)
 
 
 def _require_commits(pin: Pin, repo: Path, origin: str, commits: list[str]) -> None:
@@ -171,20 +257,25 @@ def _require_commits(pin: Pin, repo: Path, origin: str, commits: list[str]) -> N
             pinned = commit == pin.commit
             what = f"the pinned {pin.name} commit {commit} ({pin.file})" if pinned else f"commit {commit}"
             raise OverlayError(
-                f"{origin} does not contain {what}.\n"
-                "Seed the cache from a clone that has it: `nox -s fetch -- --from <path-or-url>`."
+                f"{origin} does not contain {what} (the source lacks it).\n"
+                "Next: pass `--from` a clone or URL that has it "
+                "(`git -C <clone> cat-file -t <commit>` prints `commit`)."
             )
 
 
 def _fresh_mirror(
-    pin: Pin, mirror: Path, origin: str, local: bool, commits: list[str]
+    pin: Pin, mirror: Path, origin: str, local: bool, commits: list[str], branches: bool
 ) -> subprocess.CompletedProcess:
-    """Clone `origin` into a new mirror beside the old one; swap it in once it holds `commits`."""
+    """A new mirror beside the old one (a mirror clone of the pinned URL, else an empty repository
+    that gets `commits` by id); swapped in once it holds `commits`."""
     mirror.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f"{mirror.name}.partial-{os.getpid()}-", dir=mirror.parent))
     try:
-        proc = _run_progress(["clone", "--mirror", "--progress", "--no-hardlinks", origin, str(fresh)], None)
-        if proc.returncode == 0 and (missing := [c for c in commits[1:] if not has_commit(fresh, c)]):
+        if branches:
+            proc = _run_progress(["clone", "--mirror", "--no-hardlinks", origin, str(fresh)], None)
+        else:
+            proc = git("init", "--quiet", "--bare", str(fresh), check=False)
+        if proc.returncode == 0 and (missing := [c for c in commits if not has_commit(fresh, c)]):
             proc = _fetch_by_id(fresh, origin, local, missing)
         if proc.returncode == 0 and (problem := damage(fresh)):
             return subprocess.CompletedProcess([], 1, "", f"the fetched copy is damaged too: {problem}")
@@ -242,7 +333,9 @@ def _fetch_failure(
         targets = ", ".join(want) or "branches and tags"
         return (
             f"Could not fetch {targets} from {origin} (git: {git_line}).\n"
-            f"The cache ({mirror}) still holds the pinned commit {pin.commit}; only this fetch failed."
+            f"The cache ({mirror}) still holds the pinned commit {pin.commit}; only this fetch failed.\n"
+            "Next: check that the source is reachable and has it (`git ls-remote <source>`), or pass "
+            "`--from <path-or-url>` of a clone that has it."
         )
     return (
         f"Could not fetch {pin.name} from {origin} (git: {git_line}).\n"

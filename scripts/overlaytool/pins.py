@@ -25,6 +25,7 @@ class Pin:
     checkout: str
     tag: str | None = None
     date: str | None = None
+    source: str | None = None  # where `commit` can be fetched when `url` does not serve it (a fork)
 
     @property
     def slug(self) -> str:
@@ -50,6 +51,8 @@ def load_pin(path: Path) -> Pin:
         )
     if not URL_RE.match(data["url"]):
         raise OverlayError(f"{path}: key 'url' is not a git URL: {data['url']!r}")
+    if "source" in data and (not isinstance(data["source"], str) or not URL_RE.match(data["source"])):
+        raise OverlayError(f"{path}: key 'source' is not a git URL: {data['source']!r}")
     checkout = data["checkout"]
     if Path(checkout).is_absolute() or ".." in Path(checkout).parts:
         raise OverlayError(f"{path}: key 'checkout' must be a path inside the repository, got {checkout!r}")
@@ -61,13 +64,22 @@ def load_pin(path: Path) -> Pin:
         checkout=checkout,
         tag=data.get("tag"),
         date=data.get("date"),
+        source=data.get("source"),
     )
 
 
-def write_commit(pin: Pin, commit: str, date: str | None = None) -> None:
-    """Replace the pinned commit (and date) in the pin file, keeping its comments and layout."""
+SOURCE_COMMENT = "# where the commit above lives (it is not on url)"
+
+
+def pin_text(pin: Pin, commit: str, date: str | None, source: str | None) -> str:
+    """The pin file with a new commit (and date, and `source`: None removes it), comments and layout kept."""
     text = pin.file.read_text()
     text = re.sub(r'(?m)^commit\s*=\s*"[0-9a-fA-F]*"', f'commit = "{commit}"', text)
     if date is not None:
         text = re.sub(r'(?m)^date\s*=\s*"[^"]*"', f'date = "{date}"', text)
-    pin.file.write_text(text)
+    text = re.sub(rf"(?m)^{re.escape(SOURCE_COMMENT)}\n", "", text)
+    text = re.sub(r'(?m)^source\s*=\s*"[^"]*"\n', "", text)
+    if source is not None:
+        line = f'{SOURCE_COMMENT}\nsource = "{source}"\n'
+        text = re.sub(r"(?m)^(commit\s*=.*\n)", lambda m: m.group(1) + line, text, count=1)
+    return text

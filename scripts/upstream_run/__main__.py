@@ -1,11 +1,11 @@
-"""CLI: `python -m upstream_run {train,evaluate,create_data} ...`; each command parses its own arguments."""
+"""CLI: `python -m upstream_run {train,evaluate,create_data,slurm_smoke} ...`; each parses its arguments."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-COMMANDS = ("train", "evaluate", "create_data")
+COMMANDS = ("train", "evaluate", "create_data", "slurm_smoke")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,8 +90,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def train_command(args: argparse.Namespace) -> list[str]:
-    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1."""
+def train_script(args: argparse.Namespace) -> list[str]:
+    """`tools/train.py <config> ...` with the run's options (no python, no launcher)."""
     config = CONFIGS[args.loader].get(args.config, args.config)
     data = args.data_root.resolve()
     ann = data / "nuscenes2d_temporal_infos_train.pkl"
@@ -113,7 +113,12 @@ def train_command(args: argparse.Namespace) -> list[str]:
         script += ["--resume-from", str(args.resume_from.resolve())]
     elif args.auto_resume:
         script += ["--auto-resume"]
-    script += ["--seed", str(args.seed), "--cfg-options", *options]
+    return [*script, "--seed", str(args.seed), "--cfg-options", *options]
+
+
+def train_command(args: argparse.Namespace) -> list[str]:
+    """The tools/train.py command line (run in the checkout), under torchrun when --gpus > 1."""
+    script = train_script(args)
     if args.gpus == 1:
         return [str(args.python), *script]
     launcher = [str(args.python), "-m", "torch.distributed.run", f"--nproc_per_node={args.gpus}"]

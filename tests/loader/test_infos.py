@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import CLASSES
 from dali_streampetr.infos import InfoSchemaError, load_frames, quat_to_matrix
+from float_tolerance import float_atol, product_scale
 
 
 @pytest.fixture(scope="module")
@@ -27,24 +28,42 @@ def test_frames_sorted_converted_and_resolved(tiny_root, raw):
         and all(p.startswith(str(tiny_root)) for p in f.img_paths)
     )
     valid = info["valid_flag"]
-    np.testing.assert_allclose(f.gt_boxes[:, :2], info["gt_boxes"][valid][:, :2], atol=1e-5)
-    np.testing.assert_allclose(
-        f.gt_boxes[:, 2], info["gt_boxes"][valid][:, 2] - info["gt_boxes"][valid][:, 5] / 2, atol=1e-5
-    )
+    want = info["gt_boxes"][valid]
+    # float32 (tests/float_tolerance.py): x, y are cast once; the bottom z = z - h / 2 casts both and
+    # rounds the difference (the halving is exact)
+    atol = float_atol(np.float32, np.abs(want[:, :2]).max(), 1)
+    np.testing.assert_allclose(f.gt_boxes[:, :2], want[:, :2], rtol=0, atol=atol)
+    atol = float_atol(np.float32, (np.abs(want[:, 2]) + want[:, 5] / 2).max(), 3)
+    np.testing.assert_allclose(f.gt_boxes[:, 2], want[:, 2] - want[:, 5] / 2, rtol=0, atol=atol)
     assert np.isfinite(f.gt_boxes).all() and f.gt_boxes.shape[1] == 9
     assert f.gt_labels.tolist() == [CLASSES.index(n) if n in CLASSES else -1 for n in info["gt_names"][valid]]
-    np.testing.assert_allclose(f.ego_pose @ f.ego_pose_inv, np.eye(4), atol=1e-5)
-    np.testing.assert_allclose(
-        f.extrinsics[0][:3, :3], info["cams"]["CAM_FRONT"]["sensor2lidar_rotation"].T, atol=1e-6
+    # float32: both poses' rotations and translations cast (2), their 4-term product (4), the
+    # inverse's 3-term -R^T t (3) and the product checked (4), on terms of the float64 chain
+    e2g, l2e = (pose64(info[f"{k}_rotation"], info[f"{k}_translation"]) for k in ("ego2global", "lidar2ego"))
+    atol = float_atol(
+        np.float32, product_scale(e2g, l2e, np.linalg.inv(l2e), np.linalg.inv(e2g)), 2 + 4 + 3 + 4
     )
+    np.testing.assert_allclose(f.ego_pose @ f.ego_pose_inv, np.eye(4), rtol=0, atol=atol)
+    rotation = info["cams"]["CAM_FRONT"]["sensor2lidar_rotation"].T
+    atol = float_atol(np.float32, 1, 1)  # a rotation cast to float32 and transposed
+    np.testing.assert_allclose(f.extrinsics[0][:3, :3], rotation, rtol=0, atol=atol)
+
+
+def pose64(quaternion, translation) -> np.ndarray:
+    """The 4x4 float64 pose [R | t] of a (w, x, y, z) quaternion and a translation."""
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = quat_to_matrix(quaternion), translation
+    return m
 
 
 def test_quaternion_matches_axis_angle():
     angle = 0.7
+    # float64, terms <= 1: cos, sin (1 ulp each: 2 + 2), the normalisation (6), the 4-term product (4)
     np.testing.assert_allclose(
         quat_to_matrix([np.cos(angle / 2), 0, 0, np.sin(angle / 2)]),
         [[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, 1]],
-        atol=1e-12,
+        rtol=0,
+        atol=float_atol(np.float64, 1, 2 + 2 + 6 + 4),
     )
 
 

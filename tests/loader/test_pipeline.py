@@ -9,6 +9,7 @@ import pytest
 from conftest import tiny_config
 from dali_streampetr.iterator import build_loader
 from dali_streampetr.pipeline import BadImageError, jpeg_size
+from float_tolerance import float_atol
 from PIL import Image
 
 MEAN = np.array([123.675, 116.28, 103.53])
@@ -51,8 +52,12 @@ def test_roi_decode_equals_full_decode(tiny_root):
             diff = (
                 np.abs(next(a)["img"].numpy() - next(b)["img"].numpy()) * STD[None, None, None, :, None, None]
             )
-            # the resampling window only moves by whole decoded rows: at most a rounding flip
-            assert diff.max() <= 1.0 + 1e-3 and np.mean(diff > 1e-3) < 1e-4
+            # the resampling window only moves by whole decoded rows: at most a rounding flip (one grey
+            # level) in a few pixels (empirical: under 1 in 10**4, docs/tolerances.md); beyond that only
+            # float32 normalisation noise: mean and 1/std rounded, a difference, a product (4) per
+            # side on terms |x| + |mean| <= 380 grey levels
+            noise = float_atol(np.float32, 380, 2 * 4)
+            assert diff.max() <= 1.0 + noise and np.mean(diff > noise) < 1e-4
 
 
 def test_images_match_upstream_pil_path(tiny_root):
@@ -68,6 +73,7 @@ def test_images_match_upstream_pil_path(tiny_root):
                     got = batch["img"][b, 0, cam].numpy()
                     assert got.shape == ref.shape == (3, 64, 192)
                     diff = np.abs(got - ref) * STD[:, None, None]  # grey levels
+                    # empirical: the image tolerance of docs/tolerances.md (another resize filter)
                     assert diff.mean() <= 0.5 and np.percentile(diff, 99.9) <= 4, (info, cam, diff.mean())
     assert {f for f, _ in seen} == {False, True} and {p for _, p in seen} == {False, True}, seen
 
@@ -110,9 +116,9 @@ def test_skip_mode_counts_and_blackens(damaged_root):
         batch = next(loader)
     assert batch["dali"][0]["bad_cameras"] == [frame.cam_names[4]] and loader.bad_images == 1
     img = batch["img"][0, 0, 4].numpy()
-    np.testing.assert_allclose(
-        img[:, :, :176], np.broadcast_to((-MEAN / STD)[:, None, None], (3, 64, 176)), atol=0.1
-    )
+    black = np.broadcast_to((-MEAN / STD)[:, None, None], (3, 64, 176))
+    # float32 normalisation of 0: mean and 1/std rounded, a difference and a product, on terms <= 2.2
+    np.testing.assert_allclose(img[:, :, :176], black, rtol=0, atol=float_atol(np.float32, 2.2, 5))
 
 
 def test_image_size_reads_every_decoder_format_from_its_header(tiny_root, tmp_path):
@@ -158,4 +164,5 @@ def test_png_cameras_are_read_like_upstream(damaged_root):
                 assert path.endswith(".png") and not batch["dali"][b]["bad_cameras"]
                 ref = upstream_image(path, info["draw"])
                 diff = np.abs(batch["img"][b, 0, 3].numpy() - ref) * STD[:, None, None]
+                # empirical: the image tolerance of docs/tolerances.md (another resize filter)
                 assert diff.mean() <= 0.5 and np.percentile(diff, 99.9) <= 4, (info, diff.mean())

@@ -7,6 +7,9 @@ import json
 import pytest
 from loaderbench import stall
 
+# Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
+# on exact inputs, which are within a few eps (2.2e-16) of the decimals written here.
+
 
 def write_log(path, rows):
     lines = [json.dumps({"env_info": "x", "seed": 0})]

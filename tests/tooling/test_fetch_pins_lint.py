@@ -33,6 +33,11 @@ def test_real_pins_are_valid() -> None:
         ('checkout = "upstream/StreamPETR"\n', "", "key 'checkout' is missing"),
         ('checkout = "upstream/StreamPETR"', 'checkout = "../elsewhere"', "key 'checkout'"),
         ('name = "StreamPETR"', "name = [", "not valid TOML"),
+        (
+            'checkout = "upstream/StreamPETR"',
+            'checkout = "upstream/StreamPETR"\nsource = "/a/path"',
+            "key 'source'",
+        ),
     ],
 )
 def test_malformed_pin_names_file_and_key(tmp_path: Path, old: str, new: str, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Stack tier: the README's real-data recipe on a CPU host, kept short for CI.
+"""Stack tier: the real-data recipe of docs/training.md on a CPU host, kept short for CI.
 
 One training run serves every test: upstream's `tools/dist_train.sh` with 2 CPU processes (gloo) and
 the small DALI config, 1 iteration. `nox -s evaluate`'s runner then evaluates its checkpoint with
@@ -41,7 +41,7 @@ def dist_trained(tmp_path_factory: pytest.TempPathFactory, synthetic_dataset: Pa
     ]
     cmd = ["bash", "tools/dist_train.sh", CONFIG, "2", "--work-dir", str(work), "--no-validate"]
     cmd += ["--cfg-options", *options]
-    # As the README says: the env's python first on PATH (the script calls `python`), a free port.
+    # As docs/training.md says: the env's python first on PATH (the script calls `python`), a free port.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     env = {**os.environ, "PATH": path, "PORT": str(free_port())}
     proc = subprocess.run(cmd, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=1200)
@@ -81,4 +81,5 @@ def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
         tokens = {info["token"] for info in pickle.load(f)["infos"]}
     assert set(results) == tokens, "a result for every val sample, from every rank"
     summary = json.loads((out / "pts_bbox" / "metrics_summary.json").read_text())
-    assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=1e-4)
+    # the log prints NDS with 4 decimals: half a unit of the last one, and the float64 parse
+    assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=5e-5 + 1e-15)

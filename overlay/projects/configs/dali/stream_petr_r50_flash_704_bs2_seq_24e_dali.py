@@ -1,6 +1,7 @@
 # StreamPETR r50 704x256 streaming training with the DALI loader: the upstream config unchanged
 # except that the training batches come from dali_streampetr (validation keeps the PyTorch loader).
-_base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"]
+# ../slurm/checkpoint_on_signal.py: checkpoint and requeue on SLURM's warning signal (docs/slurm.md)
+_base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py", "../slurm/checkpoint_on_signal.py"]
 
 use_dali_pipeline = True
 # Every knob; all but device and num_threads are the defaults (dali_streampetr.config.LoaderConfig).

@@ -1,0 +1,63 @@
+"""``python -m gpukit [--wheelhouse DIR] [--cuda 12|13] [--kit-python V,..] [runner options]``
+(``nox -s gpu_check``): make the kit in the wheelhouse (downloading what it lacks), then run it
+here as ``gpu_check.py`` runs on a node. "The node's torch" is this interpreter's (the hermetic
+env's CPU torch), or, on a machine with a GPU, the OpenMMLab env's CUDA torch when it sees the
+GPU (then the kit's DALI follows that torch's CUDA major unless ``--cuda`` says otherwise). The
+runner's options (``--quick``, ``--threads``, ``--work``, ``--python``, ...) pass through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from wheelhouse.__main__ import main as wheelhouse_main
+
+from .build import ROOT
+from .runner import main as runner_main
+
+UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
+
+
+def gpu_torch() -> tuple[str, str] | None:
+    """(python, CUDA major) of the OpenMMLab env when this machine has an NVIDIA GPU and that env's
+    torch sees it, else None."""
+    if not shutil.which("nvidia-smi") or not UPSTREAM_PYTHON.exists():
+        return None
+    code = "import torch; print(torch.cuda.is_available(), (torch.version.cuda or '').split('.')[0])"
+    proc = subprocess.run([str(UPSTREAM_PYTHON), "-c", code], capture_output=True, text=True)
+    words = proc.stdout.split()
+    if proc.returncode != 0 or len(words) != 2 or words[0] != "True":
+        return None
+    return str(UPSTREAM_PYTHON), words[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="gpukit", description=__doc__.split("\n\n")[0], add_help=False)
+    ap.add_argument("--wheelhouse", type=Path, default=ROOT / "out" / "wheelhouse")
+    ap.add_argument("--cuda", default=None, help="CUDA major of the kit's DALI (12, or the GPU torch's)")
+    ap.add_argument("--kit-python", default="3.11,3.12")
+    args, runner_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if "-h" in runner_args or "--help" in runner_args:
+        ap.print_usage()
+        return runner_main(["--help"])
+    cuda = args.cuda or "12"
+    found = None if "--python" in runner_args else gpu_torch()
+    if found:
+        python, major = found
+        cuda = args.cuda or major
+        print(f"gpu_check: a GPU, and {python} has a CUDA {major} torch that sees it: using that torch")
+        runner_args += ["--python", python]
+    kit = ["--out", str(args.wheelhouse), "--only", "kit", "--cuda", cuda, "--kit-python", args.kit_python]
+    made = wheelhouse_main(kit)
+    if made != 0:
+        return made
+    work = [] if "--work" in runner_args else ["--work", str(ROOT / "out" / "gpu-check")]
+    return runner_main(["--kit", str(args.wheelhouse / "gpu-kit"), *work, *runner_args])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

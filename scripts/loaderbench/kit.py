@@ -1,0 +1,197 @@
+"""The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
+
+``python -m loaderbench.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
+the loader itself (:class:`dali_streampetr.iterator.DaliStreamLoader` from a plain
+:class:`~dali_streampetr.config.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
+256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
+has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
+configuration runs in its own process (``python -m loaderbench.kit '<json>'``) with the
+benchmark's own measurements (:mod:`.runcase`, :mod:`.proctree`) plus the GPU memory it takes.
+Writes ``bench-gpu.json`` + ``bench-gpu.png`` and prints the table; exit 1 if a configuration failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import report
+from .__main__ import batches_for, run_json
+from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
+from .proctree import PeakMemory
+from .runcase import RESULT_TAG, handover, measure
+
+QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
+FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls": 6}
+
+
+def loader_config(profile: str, threads: int, device: str) -> Any:
+    """The loader settings of a profile: r50 = LoaderConfig's defaults (the r50 config's), accv =
+    the ACCV-like crop, batch 8, its sequence split and a replicated data set."""
+    from dali_streampetr.config import AugConfig, LoaderConfig
+
+    if profile == "r50":
+        return LoaderConfig(num_threads=threads, device=device)
+    if profile == "accv":
+        aug = AugConfig(final_dim=ACCV_IDA["final_dim"], resize_lim=ACCV_IDA["resize_lim"])
+        return LoaderConfig(
+            aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT,
+            replicate_dataset_per_gpu=True, num_threads=threads, device=device,
+        )  # fmt: skip
+    raise ValueError(f"unknown profile {profile!r} (r50, accv)")
+
+
+class PeakGpuMemory:
+    """Peak device memory in use (``cudaMemGetInfo``) above what was in use on entry, sampled in a
+    thread: DALI's pools, nvJPEG's buffers and the batches torch holds, on ``device``."""
+
+    def __init__(self, device: int, interval_s: float = 0.05) -> None:
+        import torch
+
+        self._info = lambda: torch.cuda.mem_get_info(device)
+        self.interval_s = interval_s
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-gpu-memory", daemon=True)
+
+    def _used_mb(self) -> float:
+        free, total = self._info()
+        return (total - free) / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
+
+    def __enter__(self) -> PeakGpuMemory:
+        self._base = self._used_mb()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
+
+
+def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """One configuration in this process, measured like :func:`.runcase.run` measures its own."""
+    from dali_streampetr.iterator import DaliStreamLoader
+
+    case = Case(**spec["case"])
+    cfg = loader_config(case.profile, case.threads, case.device)
+    on_gpu = case.device == "gpu"
+    load0 = os.getloadavg()
+    with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
+        t0 = time.perf_counter()
+        loader = DaliStreamLoader(cfg, spec["data_root"], seed=0, device_id=0 if on_gpu else None)
+        build_s = time.perf_counter() - t0
+        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
+        if spec["handover_calls"] > 0:
+            result["step_s"] = spec["step_s"]
+            result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])
+        loader.close()
+    return {
+        "case": case.to_dict(), "samples_per_batch": cfg.samples_per_gpu, "batches": spec["batches"],
+        "repeats": spec["repeats"], "warmup": spec["warmup"], "build_s": build_s, **result,
+        "peak_rss_mb": mem.peak_rss_mb, "peak_pss_mb": mem.peak_pss_mb, "max_processes": mem.max_processes,
+        "gpu_mem_mb": gpu.peak_mb if gpu else None, "loadavg_before": load0, "loadavg_after": os.getloadavg(),
+    }  # fmt: skip
+
+
+def plan(threads: list[int], cores: int, gpu: bool) -> list[Case]:
+    """Both profiles at every thread count up to ``cores``, on the CPU and (``gpu``) with nvJPEG."""
+    counts = [t for t in threads if t <= cores] or [min(threads)]
+    devices = ("cpu", "gpu") if gpu else ("cpu",)
+    return [Case(p, "dali", threads=t, device=d) for p in ("r50", "accv") for t in counts for d in devices]
+
+
+def gpu_table(cases: list[dict[str, Any]]) -> str:
+    """CPU-s per sample and GPU memory, the figures the loader benchmark's table does not carry."""
+    lines = ["| configuration | samples/s | CPU-s/sample | GPU memory MiB |", "|---|---|---|---|"]
+    for c in cases:
+        if "summary" in c:
+            s, mem = c["summary"], c.get("gpu_mem_mb")
+            lines.append(
+                f"| {c['case']['name']} | {s['samples_per_s']:.2f} | {s['cpu_s_per_sample']:.3f} | "
+                f"{'-' if mem is None else f'{mem:.0f}'} |"
+            )
+    return "\n".join(lines)
+
+
+def has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="loaderbench.kit", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", type=Path, help="the synthetic data set (default: made if missing)")
+    ap.add_argument("--threads", default="1,2,4,8,16", help="DALI thread counts, capped at the cores")
+    ap.add_argument("--quick", action="store_true", help=f"short runs: {QUICK}")
+    ap.add_argument("--out", type=Path, default=Path("out") / "gpu-check", help="output folder")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0].startswith("{"):  # one configuration, in a child process (run_json)
+        print(RESULT_TAG + json.dumps(run_case(json.loads(argv[0]))), flush=True)
+        return 0
+    args = ap.parse_args(argv)
+    if args.data_root is None:
+        from synthdata import ensure_dataset
+
+        args.data_root = ensure_dataset()
+    threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
+    cores = len(os.sched_getaffinity(0))
+    gpu = has_cuda()
+    todo = plan(threads, cores, gpu)
+    if not gpu:
+        print("GPU rows skipped: torch sees no CUDA device; the CPU rows only", flush=True)
+    settings = QUICK if args.quick else FULL
+    cases = []
+    for case in todo:
+        spec = {**settings, "case": {k: v for k, v in case.to_dict().items() if k not in ("name", "cores")}}
+        batches = settings["batches"] if args.quick else batches_for(case.profile, settings["batches"])
+        spec.update(data_root=str(args.data_root), batches=batches)
+        t0 = time.perf_counter()
+        res = run_json("loaderbench.kit", spec)
+        res.setdefault("case", case.to_dict())
+        if "error" in res:
+            print(f"  {case.name:20s} FAILED {res['error']}", flush=True)
+        else:
+            res["summary"] = report.summarise_case(res)
+            print(f"  {case.name:20s} {res['summary']['ms_per_batch']:7.1f} ms/batch "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
+        cases.append(res)
+    name = gpu_name() if gpu else None
+    meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cores": cores, "gpu": name, "settings": settings}
+    result = {
+        "meta": {**meta, "data_root": str(args.data_root)},
+        "title": f"DALI GPU vs CPU, {cores} cores, {name or 'no GPU'}",
+        "cases": cases,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    js, png = args.out / "bench-gpu.json", args.out / "bench-gpu.png"
+    js.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    report.chart(cases, [], png, result["title"])
+    print()
+    print(report.table(cases, [], []).split("\n\n")[0])
+    print()
+    print(gpu_table(cases))
+    print(f"wrote {js} and {png}")
+    return 0 if all("error" not in c for c in cases) else 1
+
+
+def gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""The loaders at nuScenes size: ``python -m loaderbench --case scale [--frames N] [--pass-frames M]``.
+
+The synthetic train infos are replicated to N distinct frames (default 28,130, nuScenes train;
+:mod:`.replica`). Each run builds one loader (r50 config) in 1 or 2 rank processes started
+together and measures, at the same moments in every rank (the ranks wait for each other):
+
+- ``build_s``: the loader's constructor (DALI: read the frame store, or build it first; DataLoader:
+  read + validate the pickle into the dataset, the sampler), ``first_batch_s``;
+- the PSS of each rank's process tree (the process, DALI's worker or the DataLoader's workers)
+  after the imports (before), after the build, after the first batch and after ``--batches``
+  batches; the node's PSS is the sum over the ranks (PSS splits shared pages, so the sum counts
+  each page once);
+- over one full pass (every frame of the rank's share once) of the M-frame replica: the PSS after
+  ``--batches`` batches and at the end of the pass, and the growth per frame touched in between;
+  the same number of batches on the embedded 24 frames shows what the pipeline itself grows by.
+
+DALI runs first with an empty store folder (the first build), then with the store present. Every
+DALI run maps its frame store from ``<out>/frame-stores``. The DataLoader at 2 ranks is measured
+only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Writes
+``<out>/scale.json`` and ``<out>/scale.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cases import ROOT, Case, build, enter_checkout, load_config
+from .proctree import memory_mb, tree
+from .replica import replicate_infos
+
+PHASE_TAG = "PHASE "
+NUSCENES_TRAIN = 28130
+TORCH_WORKERS = 2
+DALI_THREADS = 2
+
+
+def tree_pss_mb() -> tuple[float, float]:
+    """(PSS of this process's tree, of this process alone) in MiB."""
+    me = os.getpid()
+    own = memory_mb(me)[1]
+    return own + sum(memory_mb(s.pid)[1] for s in tree(me) if s.pid != me), own
+
+
+def _phase(name: str, **values: Any) -> None:
+    """Report this rank's values of a phase and wait until every rank has reported it."""
+    total, own = tree_pss_mb()
+    print(PHASE_TAG + json.dumps({"phase": name, "pss_mb": total, "main_pss_mb": own, **values}), flush=True)
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("the bench driver went away")
+
+
+def run_rank(spec: dict[str, Any]) -> None:
+    """One rank (``python -m loaderbench.scale --rank '<json>'``), reporting phases to the driver."""
+    enter_checkout()
+    import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
+    import torch  # noqa: F401
+    from dali_streampetr import mmdet_adapter  # noqa: F401
+    from nvidia.dali import fn  # noqa: F401
+
+    data_root = Path(spec["data_root"])
+    cfg = load_config("r50", data_root)
+    cfg.data.train.ann_file = spec["ann_file"]
+    case = Case("r50", spec["loader"], workers=TORCH_WORKERS, threads=DALI_THREADS)
+    _phase("imported")
+    t0 = time.perf_counter()
+    if spec["loader"] == "dali":
+        from dali_streampetr.mmdet_adapter import build_mmdet_loader
+
+        loader = build_mmdet_loader(
+            cfg,
+            data_root,
+            rank=spec["rank"],
+            world_size=spec["world_size"],
+            seed=0,
+            device_id=None,
+            num_threads=DALI_THREADS,
+            ann_file=spec["ann_file"],
+        )
+    else:
+        loader = build(case, cfg, data_root)
+    build_s = time.perf_counter() - t0
+    frames = len(loader.loader.frames) if spec["loader"] == "dali" else len(loader.dataset)
+    _phase("built", build_s=build_s, frames=frames)
+    it = iter(loader)
+    t0 = time.perf_counter()
+    next(it)
+    _phase("first batch", first_batch_s=time.perf_counter() - t0)
+    batch = int(cfg.data.samples_per_gpu)
+    done = 1
+    while done < spec["batches"]:
+        next(it)
+        done += 1
+    _phase("batches", batches=done, frames_touched=done * batch)
+    if spec["full_pass"]:
+        per_pass = spec.get("pass_batches") or -(-frames // (batch * spec["world_size"]))
+        while done < per_pass:
+            next(it)
+            done += 1
+        _phase("pass", batches=done, frames_touched=done * batch)
+    if hasattr(loader, "close"):
+        loader.close()
+
+
+def run_ranks(spec: dict[str, Any], ranks: int, store_dir: Path) -> list[dict[str, dict[str, Any]]]:
+    """Run ``ranks`` rank processes of ``spec`` in lock step; per rank: phase name -> its values."""
+    env = {**os.environ, "STREAMPETR_DALI_FRAME_STORES": str(store_dir)}
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "loaderbench.scale",
+                "--rank",
+                json.dumps({**spec, "rank": r, "world_size": ranks}),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for r in range(ranks)
+    ]
+    results: list[dict[str, dict[str, Any]]] = [{} for _ in procs]
+    try:
+        while True:
+            reports = [_next_phase(p) for p in procs]
+            if all(r is None for r in reports):
+                break
+            if any(r is None for r in reports):
+                raise RuntimeError(f"a rank of {spec['loader']} ended early: {reports}")
+            for store, report in zip(results, reports, strict=True):
+                store[report["phase"]] = report
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.stdin.close()
+                p.wait(timeout=120)
+    if any(p.returncode for p in procs):
+        raise RuntimeError(
+            f"{spec['loader']} at {ranks} rank(s) failed: exit {[p.returncode for p in procs]}"
+        )
+    return results
+
+
+def _next_phase(proc: subprocess.Popen) -> dict[str, Any] | None:
+    for line in proc.stdout:
+        if line.startswith(PHASE_TAG):
+            return json.loads(line[len(PHASE_TAG) :])
+    return None
+
+
+def summarise(loader: str, ranks: int, results: list[dict[str, dict[str, Any]]], cold: bool = False) -> dict:
+    """Build time, the PSS the loader added (node: sum over ranks) at each phase, growth per frame."""
+    first = results[0]
+    added = {
+        phase: sum(r[phase]["pss_mb"] - r["imported"]["pss_mb"] for r in results)
+        for phase in ("built", "first batch", "batches", "pass")
+        if phase in first
+    }
+    row = {
+        "loader": loader,
+        "ranks": ranks,
+        "cold_store": cold,
+        "frames": first["built"]["frames"],
+        "build_s": max(r["built"]["build_s"] for r in results),
+        "first_batch_s": max(r["first batch"]["first_batch_s"] for r in results),
+        "node_pss_added_mb": added,
+        "ranks_raw": results,
+    }
+    if "pass" in first:
+        touched = first["pass"]["frames_touched"] - first["batches"]["frames_touched"]
+        growth = added["pass"] - added["batches"]
+        row["pass"] = {
+            "frames_touched_after_batches": touched,
+            "node_pss_growth_mb": growth,
+            "growth_kb_per_frame": growth * 1024 / max(1, touched * ranks),
+            "pass_vs_batches": sum(r["pass"]["pss_mb"] for r in results)
+            / sum(r["batches"]["pss_mb"] for r in results),
+        }
+    return row
+
+
+def pickle_read_s(ann_file: Path) -> float:
+    """Seconds the restricted unpickler takes to read the info file (in its own process)."""
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[2])\n"
+        "from dali_streampetr.unpickle import load_pickle_file\n"
+        "t = time.perf_counter(); load_pickle_file(sys.argv[1], trusted=False)\n"
+        "print(time.perf_counter() - t)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ann_file), str(ROOT / "overlay")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.split()[-1])
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="loaderbench --case scale", description=__doc__.split("\n\n")[1])
+    ap.add_argument("--frames", type=int, default=NUSCENES_TRAIN, help="replica size (default 28130)")
+    ap.add_argument("--pass-frames", type=int, default=400, help="replica of the full pass (default 400)")
+    ap.add_argument("--batches", type=int, default=100, help="batches before the PSS reading (default 100)")
+    ap.add_argument("--torch-ranks", default="1", help="comma list of DataLoader rank counts (default 1)")
+    ap.add_argument("--loaders", default="dali,torch", help="comma list of dali, torch")
+    ap.add_argument("--data-root", type=Path, help="source data set (default: the synthetic one)")
+    ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench-scale", help="output folder")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import scale_report as report
+
+    args = parse_args(argv)
+    if args.data_root is None:
+        from synthdata import ensure_dataset
+
+        args.data_root = ensure_dataset()
+    data_root, out = args.data_root.resolve(), args.out.resolve()
+    src = data_root / "nuscenes2d_temporal_infos_train.pkl"
+    out.mkdir(parents=True, exist_ok=True)
+    big = replicate_infos(src, out / f"infos_{args.frames}.pkl", args.frames)
+    small = replicate_infos(src, out / f"infos_{args.pass_frames}.pkl", args.pass_frames)
+    stores = out / "frame-stores"
+    shutil.rmtree(stores, ignore_errors=True)
+    loaders = [x for x in args.loaders.split(",") if x]
+    spec = {"data_root": str(data_root), "ann_file": str(big), "batches": args.batches, "full_pass": False}
+    rows: list[dict[str, Any]] = []
+
+    def measure(loader: str, ranks: int, cold: bool = False, **extra: Any) -> None:
+        t0 = time.perf_counter()
+        row = summarise(loader, ranks, run_ranks({**spec, "loader": loader, **extra}, ranks, stores), cold)
+        rows.append(row)
+        print(
+            f"  {loader} x{ranks}{' (first build)' if cold else ''} {row['frames']} frames: build "
+            f"{row['build_s']:.1f} s, node PSS added {row['node_pss_added_mb']}"
+            f"  ({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+
+    read_s = pickle_read_s(big)
+    print(
+        f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, read in {read_s:.1f} s)",
+        flush=True,
+    )
+    pass_batches = -(-args.pass_frames // 2)  # the r50 batch: 2 samples
+    if "dali" in loaders:
+        # the pipeline's own memory on the embedded frames, over as many batches as the full pass
+        measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
+        measure("dali", 1, cold=True)
+        measure("dali", 1)
+        measure("dali", 2)
+    if "torch" in loaders:
+        for ranks in (int(r) for r in args.torch_ranks.split(",") if r):
+            measure("torch", ranks)
+    for loader in loaders:
+        measure(loader, 1, ann_file=str(small), full_pass=True)
+    result = {
+        "frames": args.frames,
+        "pass_frames": args.pass_frames,
+        "pickle_mib": big.stat().st_size / 2**20,
+        "pickle_read_s": read_s,
+        "batches": args.batches,
+        "rows": rows,
+        "targets": report.SCALE_TARGETS,
+    }
+    js, png = report.write_scale(result, out)
+    print()
+    print(report.scale_table(result))
+    print(f"\nwrote {js} and {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--rank":
+        run_rank(json.loads(sys.argv[2]))
+        sys.exit(0)
+    sys.exit(main())

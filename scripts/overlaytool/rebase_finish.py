@@ -1,0 +1,140 @@
+"""The project files a rebase changes — `patches/*.patch`, `patches/series`, the pin — all or nothing.
+
+`snapshot` copies them into the checkout's git directory when the rebase starts; `--abort` puts
+that copy back exactly (`restore`), whatever step a finish died at. A finish exports the new
+series into a staging directory (`stage`), checks it there (`check`: the series lint, overlay
+shadowing, every patch applying with zero fuzz and offset to the new pin in a private index), and
+only then writes the project files (`publish`), the pin last. A killed or failed finish leaves the
+rebase in progress, and `--continue` runs the whole finish again from the snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from .apply import build_result
+from .checkout import overlay_files, state_dir
+from .faults import kill_point
+from .pins import Pin, load_pin, pin_text
+from .refresh import export_commits
+from .series import load_series, parse_patch, read_series
+from .targets import Target
+
+STEP = "rebase"
+
+
+def _snapshot_dir(target: Target) -> Path:
+    return state_dir(target.checkout) / "rebase-before"
+
+
+def _stage_dir(target: Target) -> Path:
+    return state_dir(target.checkout) / "rebase-stage"
+
+
+def _series_files(patch_dir: Path) -> list[Path]:
+    """The files of one patch directory a rebase may write: `series` and the `*.patch` files."""
+    return sorted(
+        p for p in patch_dir.iterdir() if p.is_file() and (p.name == "series" or p.suffix == ".patch")
+    )
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Old or new content at `path`, never half (temporary file, fsync, rename)."""
+    tmp = path.with_name(f".{path.name}.rebase-tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def snapshot(target: Target) -> None:
+    """Copy the series and the pin file aside, before anything of the rebase is written."""
+    snap = _snapshot_dir(target)
+    shutil.rmtree(snap, ignore_errors=True)
+    (snap / "patches").mkdir(parents=True)
+    for path in _series_files(target.patch_dir):
+        shutil.copy2(path, snap / "patches" / path.name)
+    shutil.copy2(target.pin.file, snap / "pin.toml")
+
+
+def has_snapshot(target: Target) -> bool:
+    """True when the rebase in progress copied the project files aside."""
+    return (_snapshot_dir(target) / "pin.toml").is_file()
+
+
+def old_patch_dir(target: Target) -> Path:
+    """The series as it was when the rebase started."""
+    return _snapshot_dir(target) / "patches"
+
+
+def old_pin(target: Target) -> Pin:
+    """The pin as it was when the rebase started (read from the snapshot, named as the real file)."""
+    return replace(load_pin(_snapshot_dir(target) / "pin.toml"), file=target.pin.file)
+
+
+def restore(target: Target) -> None:
+    """Put the snapshot back exactly: series files it lacks are removed, the pin file last."""
+    snap = old_patch_dir(target)
+    keep = {p.name for p in snap.iterdir()}
+    for path in _series_files(target.patch_dir):
+        if path.name not in keep:
+            path.unlink()
+    for path in sorted(snap.iterdir()):
+        dest = target.patch_dir / path.name
+        if not dest.is_file() or dest.read_bytes() != path.read_bytes():
+            write_bytes_atomic(dest, path.read_bytes())
+    pin = _snapshot_dir(target) / "pin.toml"
+    if target.pin.file.read_bytes() != pin.read_bytes():
+        write_bytes_atomic(target.pin.file, pin.read_bytes())
+
+
+def discard(target: Target) -> None:
+    """Forget the snapshot and the staging directory (the rebase is over)."""
+    shutil.rmtree(_snapshot_dir(target), ignore_errors=True)
+    shutil.rmtree(_stage_dir(target), ignore_errors=True)
+
+
+def stage(target: Target, new_pin: Pin) -> Target:
+    """Export the replayed commits as the new series into the staging directory; return the staged
+    target (the new pin, the staged series)."""
+    stage_dir = _stage_dir(target)
+    shutil.rmtree(stage_dir, ignore_errors=True)
+    shutil.copytree(old_patch_dir(target), stage_dir)
+    staged = replace(target, pin=new_pin, patch_dir=stage_dir)
+    old_patches = [parse_patch(stage_dir / name) for name in read_series(stage_dir)]
+    export_commits(staged, old_patches, base=new_pin.commit)
+    kill_point(f"{STEP}:staged")
+    return staged
+
+
+def check(staged: Target) -> None:
+    """Every check `apply` would make, on the staged series and the new pin; raises naming the problem."""
+    patches = load_series(staged.patch_dir)  # the lint: one error listing every problem
+    build_result(staged, patches, overlay_files(staged.overlay_dir))  # exact fit, overlay shadowing
+    kill_point(f"{STEP}:checked")
+
+
+def publish(target: Target, staged: Target, new_pin_text: str) -> None:
+    """Write the staged series into `patches/`, then the pin: each file atomically, the pin last."""
+    new = {p.name: p for p in _series_files(staged.patch_dir)}
+    for name in sorted(new, key=lambda n: n == "series"):  # patches first, the series after them
+        dest, data = target.patch_dir / name, new[name].read_bytes()
+        if not dest.is_file() or dest.read_bytes() != data:
+            write_bytes_atomic(dest, data)
+            kill_point(f"{STEP}:write-{name}")
+    for path in _series_files(target.patch_dir):
+        if path.name not in new:
+            path.unlink()
+            kill_point(f"{STEP}:delete-{path.name}")
+    if target.pin.file.read_text() != new_pin_text:
+        write_bytes_atomic(target.pin.file, new_pin_text.encode())
+        kill_point(f"{STEP}:pin")
+
+
+def new_pin_text(target: Target, commit: str, date: str, source: str | None) -> str:
+    """The pin file for the new commit, from the snapshot's pin (comments and layout kept)."""
+    return pin_text(replace(old_pin(target), file=_snapshot_dir(target) / "pin.toml"), commit, date, source)

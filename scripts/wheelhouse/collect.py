@@ -1,0 +1,117 @@
+"""Collect the wheels of each environment into one folder and write its hash-pinned lock.
+
+Downloads go through the user's pip configuration (their index or mirror, pip's cache);
+the lock is then resolved from the folder alone, so what it names is exactly what an offline
+install finds there, and it is checked against ``constraints/<env>.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from .locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_BUILT = "source-built.json"  # locks/: the wheels this project builds, and where their cache keeps them
+
+
+def header(env: str, requirements: str) -> str:
+    return (
+        f"The {env} env, hash-pinned, resolved from this wheelhouse alone (nox -s wheelhouse).\n"
+        f"pip install --no-index --find-links <wheelhouse> --require-hashes -r <this file>\n"
+        f"Made from {requirements}."
+    )
+
+
+def collect_env(python: str, out: Path, name: str, links: Path | None = None) -> list[Locked]:
+    """Wheels of ``requirements/<name>.txt`` under ``constraints/<name>.txt`` (sdist-only ones
+    built to wheels; mmcv-full only as the wheel in ``links``), then its lock ``locks/<name>.txt``."""
+    req, con = ROOT / "requirements" / f"{name}.txt", ROOT / "constraints" / f"{name}.txt"
+    binary = ["--only-binary", "mmcv-full"]
+    fetch = ["wheel", "-q", "-w", out, *binary, *(["--find-links", links] if links else [])]
+    run_pip(python, [*fetch, "-c", con, "-r", req], f"collecting the {name} wheels")
+    entries = resolve(python, out, [*binary, "-c", con, "-r", req], f"resolving {name} from {out}")
+    check_pins(entries, read_pins(con), f"constraints/{name}.txt")
+    write_lock(out / "locks" / f"{name}.txt", entries, out, header(name, f"requirements/{name}.txt"))
+    return entries
+
+
+def collect_nox(python: str, out: Path) -> list[Locked]:
+    """nox itself (``requirements/nox.txt`` and its dependencies), to install it offline."""
+    req = ROOT / "requirements" / "nox.txt"
+    run_pip(python, ["wheel", "-q", "-w", out, "-r", req], "collecting nox")
+    entries = resolve(python, out, ["-r", req], f"resolving nox from {out}")
+    check_pins(entries, read_pins(req), "requirements/nox.txt")
+    write_lock(out / "locks" / "nox.txt", entries, out, header("nox", "requirements/nox.txt"))
+    return entries
+
+
+def source_built_wheels() -> tuple[Path, Path, dict]:
+    """The cached mmcv-full wheel of the OpenMMLab env's flavour and the mmdet3d wheel of the pin,
+    built first (with the env) when missing."""
+    from upstream_env.build import build as build_env
+    from upstream_env.build import is_current, read_stamp
+    from upstream_env.mmcv_wheel import ensure_mmcv_wheel
+    from upstream_env.mmdet3d_wheel import ensure_mmdet3d_wheel
+    from upstream_env.paths import ENV_DIR, LOG_FILE, env_python
+    from upstream_env.runlog import BuildLog
+
+    if not is_current(ENV_DIR):
+        build_env(ENV_DIR)
+    log = BuildLog(LOG_FILE, total_steps=1)
+    try:
+        cuda = (read_stamp(ENV_DIR) or {}).get("cuda")
+        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, cuda)
+        mmdet3d_dir = ensure_mmdet3d_wheel(env_python(ENV_DIR), log)
+    finally:
+        log.close()
+    info_path = mmcv_dir / "build-info.json"
+    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    return mmcv_dir, mmdet3d_dir, info
+
+
+def collect_upstream(python: str, out: Path) -> list[Locked]:
+    """The OpenMMLab env: its index wheels, the cached mmcv-full wheel (and sdist, to compile other
+    ops offline), the mmdet3d wheel, the locks ``upstream.txt`` and ``upstream-nodeps.txt``
+    (installed with ``--no-deps``, as the env builder does) and ``source-built.json``."""
+    from upstream_env.build import NO_DEPS
+    from upstream_env.mmcv_wheel import SDIST
+    from upstream_env.paths import wheel_cache
+
+    mmcv_dir, mmdet3d_dir, info = source_built_wheels()
+    entries = collect_env(python, out, "upstream", links=mmcv_dir)
+    con = ROOT / "constraints" / "upstream.txt"
+    with tempfile.TemporaryDirectory(prefix="wheelhouse-nodeps-") as tmp:
+        run_pip(
+            python, ["wheel", "-q", "--no-deps", "-w", tmp, "-c", con, *NO_DEPS], "collecting " + str(NO_DEPS)
+        )
+        (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
+        for wheel in [*Path(tmp).glob("*.whl"), mmdet3d]:
+            shutil.copy2(wheel, out / wheel.name)
+    nodeps = [
+        e for e in resolve(python, out, ["--no-deps", *NO_DEPS, "mmdet3d"], "resolving the no-deps wheels")
+    ]
+    check_pins(nodeps, read_pins(con), "constraints/upstream.txt")
+    write_lock(
+        out / "locks" / "upstream-nodeps.txt",
+        nodeps,
+        out,
+        header("upstream (--no-deps part)", "upstream_env"),
+    )
+    shutil.copy2(wheel_cache() / "sdist" / SDIST, out / SDIST)
+    (mmcv,) = mmcv_dir.glob("mmcv_full-*.whl")
+    facts = {
+        "mmcv-full": {"file": mmcv.name, "cache_dir": mmcv_dir.name, "build_info": info},
+        "mmdet3d": {"file": mmdet3d.name, "cache_dir": mmdet3d_dir.name},
+        "sdist": SDIST,
+    }
+    (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
+    return entries + nodeps
+
+
+def lock_files(entries: list[Locked]) -> dict[str, str]:
+    """normalised name -> file, for a summary."""
+    return {normalise(e.name): e.file for e in entries}

@@ -1,0 +1,85 @@
+"""The GPU kit's parts: cut to size, reassembled bit for bit, a bad part refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from gpukit.build import source_archive, source_files, split
+from gpukit.runner import FORMAT, MANIFEST, CheckError, clean_pip_env, load_manifest, reassemble
+
+REPO = Path(__file__).resolve().parents[2]
+NEEDED = (
+    "pyproject.toml",
+    "tests/gpu/test_gpu_loader.py",
+    "tests/float_tolerance.py",
+    "scripts/gpukit/plugin.py",
+    "scripts/loaderbench/kit.py",
+    "scripts/synthdata/__main__.py",
+    "overlay/dali_streampetr/iterator.py",
+)
+
+
+def make_kit(tmp_path: Path, files: dict[str, bytes], max_part: int) -> tuple[Path, dict]:
+    src, kit = tmp_path / "src", tmp_path / "kit"
+    src.mkdir()
+    (kit / "parts").mkdir(parents=True)
+    entries = []
+    for name, body in files.items():
+        (src / name).write_bytes(body)
+        entries.append(split(src / name, kit / "parts", max_part))
+    manifest = {"format": FORMAT, "parts_dir": "parts", "files": entries}
+    (kit / MANIFEST).write_text(json.dumps(manifest))
+    return kit, manifest
+
+
+def test_parts_respect_the_size_limit_and_rebuild_the_files(tmp_path: Path) -> None:
+    body = os.urandom(2500)
+    kit, manifest = make_kit(tmp_path, {"big-1-py3-none-any.whl": body, "lock.txt": b"x==1\n"}, 1000)
+    sizes = [p["size"] for p in manifest["files"][0]["parts"]]
+    assert sizes == [1000, 1000, 500]
+    assert all(p.stat().st_size <= 1000 for p in (kit / "parts").iterdir())
+    out = reassemble(kit, load_manifest(kit), tmp_path / "wheels", tmp_path / "other")
+    assert [p.parent.name for p in out] == ["wheels", "other"]
+    assert out[0].read_bytes() == body and out[1].read_bytes() == b"x==1\n"
+
+
+def test_a_part_with_a_wrong_hash_is_refused_by_name(tmp_path: Path) -> None:
+    kit, manifest = make_kit(tmp_path, {"w-1-py3-none-any.whl": os.urandom(300)}, 100)
+    part = kit / "parts" / "w-1-py3-none-any.whl.001"
+    data = bytearray(part.read_bytes())
+    data[7] ^= 0xFF  # same size, different bytes
+    part.write_bytes(bytes(data))
+    with pytest.raises(CheckError, match=r"part w-1-py3-none-any\.whl\.001: sha256 .* refusing it"):
+        reassemble(kit, manifest, tmp_path / "wheels", tmp_path / "other")
+    assert not (tmp_path / "wheels" / "w-1-py3-none-any.whl").exists()
+
+
+def test_a_missing_or_truncated_part_is_named(tmp_path: Path) -> None:
+    kit, manifest = make_kit(tmp_path, {"w-1-py3-none-any.whl": os.urandom(300)}, 100)
+    (kit / "parts" / "w-1-py3-none-any.whl.002").write_bytes(b"short")
+    with pytest.raises(CheckError, match=r"part w-1-py3-none-any\.whl\.002: 5 bytes, the manifest says 100"):
+        reassemble(kit, manifest, tmp_path / "wheels", tmp_path / "other")
+    (kit / "parts" / "w-1-py3-none-any.whl.002").unlink()
+    with pytest.raises(CheckError, match=r"part w-1-py3-none-any\.whl\.002 is missing"):
+        reassemble(kit, manifest, tmp_path / "wheels", tmp_path / "other")
+
+
+def test_the_source_archive_is_byte_stable_and_holds_what_the_check_runs(tmp_path: Path) -> None:
+    a = source_archive(tmp_path / "a.tar.gz")
+    b = source_archive(tmp_path / "b.tar.gz")
+    assert a.read_bytes() == b.read_bytes()
+    names = source_files(REPO)
+    for needed in NEEDED:
+        assert needed in names
+    assert not any(
+        n.startswith(("tests/conftest", "scripts/overlaytool", "scripts/upstream_env")) for n in names
+    )
+
+
+def test_pip_sees_no_index_and_no_machine_config() -> None:
+    env = clean_pip_env({"PIP_FIND_LINKS": "/somewhere", "PIP_INDEX_URL": "https://x", "PATH": "/bin"})
+    assert env == {"PATH": "/bin", "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull,
+                   "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
