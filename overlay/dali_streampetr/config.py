@@ -73,6 +73,7 @@ class LoaderConfig:
     on_bad_image: str = "raise"
     max_bad_images: int = 10  # skip: more distinct bad files than this stop the run
     batch_timeout_s: float = 30.0  # a dead worker is noticed at once; this bounds a stalled pipeline
+    start_timeout_s: float = 300.0  # bounds the pipeline build and the python workers' start-up
     trusted_pickle: bool = False  # True: plain pickle.load of the info file (it can run code)
     log_slots: bool = False  # training only: each rank logs the (scene, frame) of every batch slot
 
@@ -91,6 +92,7 @@ DALI_KNOBS = (
     "on_bad_image",
     "max_bad_images",
     "batch_timeout_s",
+    "start_timeout_s",
     "trusted_pickle",
     "log_slots",
 )

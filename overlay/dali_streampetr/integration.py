@@ -5,8 +5,10 @@ Imports mmcv (through :mod:`.mmdet_adapter`), so it is only imported inside the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from mmcv.utils import get_logger
 from .config import loader_config_from
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .placement import local_device_id
-from .resume import META_KEY, fitting_state, stream_state
+from .resume import META_KEY, LoaderStateMismatch, fitting_state, stream_state
 from .schedule import RunSchedule
 from .training_mode import UnsupportedConfigError
 
@@ -43,15 +45,18 @@ class SlotLoggingLoader(MMDetDaliLoader):
     """The runner's loader, also appending what each batch slot got to a JSONL file: the (scene,
     frame), the augmentation draw and a SHA-1 of the slot's image tensor."""
 
-    def __init__(self, loader: MMDetDaliLoader, log_path: Path, *, append: bool) -> None:
+    def __init__(self, loader: MMDetDaliLoader, log_path: Path, *, append: Callable[[], bool]) -> None:
         super().__init__(loader.loader)
         self.loader.collate = self._log_and_collate
         self.log_path = log_path
+        self._append = append  # asked at the first batch: --auto-resume decides after the build
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        if not append:
-            log_path.write_text("")
 
     def _log_and_collate(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self._append is not None:
+            if not self._append():
+                self.log_path.write_text("")
+            self._append = None
         iteration = self.loader.iteration  # the loader counts the batch once it is handed over
         slots = []
         images = batch["img"].detach().cpu().numpy()  # one device-to-host copy for the whole batch
@@ -114,6 +119,21 @@ class DaliStreamStateHook(Hook):
         if runner.meta is None:
             runner.meta = {}
         runner.meta[META_KEY] = {"ranks": ranks}
+
+
+def checkpoint_problem(loader: MMDetDaliLoader, checkpoint: str) -> str | None:
+    """Why this loader cannot continue the data stream of ``checkpoint`` (its stored DALI state
+    does not fit this run), or None; ``--auto-resume`` skips such a file. A checkpoint without a
+    DALI state (the PyTorch loader's) is accepted, as ``--resume-from`` accepts it."""
+    meta = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=False).get("meta", {})
+    if META_KEY not in meta:
+        return None
+    iteration = int(meta.get("iter", 0))
+    try:
+        fitting_state(meta[META_KEY], stream_state(loader.loader), iteration=iteration, checkpoint=checkpoint)
+    except LoaderStateMismatch as exc:
+        return f"its DALI loader state does not fit this run ({exc})"
+    return None
 
 
 def _checkpoint_due(runner: Any, *, by_epoch: bool = False) -> bool:
@@ -190,8 +210,9 @@ def build_dali_train_loader(
     )  # fmt: skip
     if loader.loader.cfg.log_slots:
         log_path = Path(cfg.work_dir) / f"slots_rank{rank}.jsonl"
-        loader = SlotLoggingLoader(loader, log_path, append=bool(cfg.get("resume_from")))
+        loader = SlotLoggingLoader(loader, log_path, append=lambda: bool(cfg.get("resume_from")))
     loader.CLASSES = tuple(cfg.class_names)
     loader.runner_hooks = [(DaliStreamStateHook(loader, cfg), "ABOVE_NORMAL")]
+    loader.checkpoint_problem = functools.partial(checkpoint_problem, loader)
     log_schedule(cfg, loader)
     return loader

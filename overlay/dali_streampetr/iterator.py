@@ -20,7 +20,7 @@ from .sequences import group_flags
 from .targets import read_record, split_geometry
 from .training_mode import COLLECT_KEYS, STREAMING  # COLLECT_KEYS: per-frame, stacked on the T axis
 from .validate import require_cuda
-from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, worker_processes
+from .watchdog import AssemblyError, LoaderFaultError, PipelineWatchdog, build_within, worker_processes
 
 STACKED_KEYS = ("img", "prev_exists", *COLLECT_KEYS)
 LIST_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
@@ -145,7 +145,11 @@ class DaliStreamLoader:
         source = ImageSource(
             self.cfg, self.sampler_args, self.seed, self.frames, self.iteration, frozenset(self._replaced)
         )
-        self._pipe = build_pipeline(source, self.n_cams, self.device_id, self.seed)
+        self._pipe = build_within(
+            lambda: build_pipeline(source, self.n_cams, self.device_id, self.seed),
+            self.cfg.start_timeout_s,
+            self.iteration,
+        )
         self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s, self._assemble)
 
     def _discard(self) -> None:

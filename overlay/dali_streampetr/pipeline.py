@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from .augment import AugDraw
 from .config import LoaderConfig
+from .lifeline import forking_workers, watch_owner
 from .plan import BatchPlanner, frame_targets
 from .targets import GEOMETRY_WIDTH, annotation_records, geometry_rows
 
@@ -170,9 +172,14 @@ class ImageSource:
         self.frames = frames  # read per sample: no per-frame object is held (a forked worker shares them)
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
+        self.owner_pid = os.getpid()  # the loader's process: a spawned worker ends when it dies
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_planner": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        watch_owner(self.owner_pid)  # in a spawned worker (no-op in the loader's process)
 
     @property
     def planner(self) -> BatchPlanner:
@@ -309,5 +316,6 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
         return img, rows, records
 
     pipe = graph()
-    pipe.build()
+    with forking_workers():  # forked workers end when this process dies (:mod:`.lifeline`)
+        pipe.build()
     return pipe

@@ -149,8 +149,9 @@ def check_loader(cfg: Any) -> None:
     ):
         check_bool(flag, getattr(cfg, flag))
     check_choice("on_bad_image", cfg.on_bad_image, ("raise", "skip"))
-    if not is_number(cfg.batch_timeout_s) or cfg.batch_timeout_s <= 0:
-        raise _fail("batch_timeout_s", cfg.batch_timeout_s, "a number of seconds > 0")
+    for key in ("batch_timeout_s", "start_timeout_s"):
+        if not is_number(getattr(cfg, key)) or getattr(cfg, key) <= 0:
+            raise _fail(key, getattr(cfg, key), "a number of seconds > 0")
     check_int("max_bad_images", cfg.max_bad_images, 0)
     check_aug(cfg.aug)
 

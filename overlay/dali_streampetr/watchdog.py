@@ -13,6 +13,7 @@ unblock it, and the loader builds a new pipeline.
 
 from __future__ import annotations
 
+import multiprocessing
 import queue
 import signal
 import threading
@@ -31,6 +32,10 @@ class WorkerDiedError(LoaderFaultError):
 
 class PipelineStalledError(LoaderFaultError):
     """No batch within ``data_loading_config.batch_timeout_s``."""
+
+
+class PipelineStartError(LoaderFaultError):
+    """No pipeline (its workers did not start) within ``data_loading_config.start_timeout_s``."""
 
 
 def worker_processes(pipe: Any) -> list:
@@ -73,8 +78,61 @@ def worker_died_error(pipe: Any, iteration: int, dead: list[tuple[int, int]]) ->
     )
 
 
+def build_within(build: Callable[[], Any], timeout_s: float, iteration: int) -> Any:
+    """``build()`` (the pipeline build, which forks and starts the python workers) with a deadline.
+
+    The build stays on the calling thread (forking from a helper thread can leave a worker stuck on
+    a lock another thread held at the fork). A timer kills the worker processes started meanwhile
+    once ``timeout_s`` has passed, which makes DALI's wait for them fail; that failure is raised as
+    :class:`PipelineStartError` naming the stage and the key. The build's own errors are raised as is.
+    """
+    before = set(multiprocessing.active_children())
+    state = threading.Lock()
+    killed: list[int] = []
+    finished = False
+
+    def expire() -> None:
+        with state:
+            if finished:
+                return
+            for proc in multiprocessing.active_children():
+                if proc not in before:
+                    killed.append(proc.pid)
+                    proc.kill()
+            killed.append(-1)  # expired, even when no worker had started
+
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        pipe = build()
+    except BaseException as exc:
+        with state:
+            finished = True
+            expired = bool(killed)
+        if expired:
+            pids = [pid for pid in killed if pid != -1]
+            raise PipelineStartError(
+                f"the DALI pipeline for iteration {iteration} was not built within "
+                f"data_loading_config.start_timeout_s={timeout_s:g} s (stage: pipeline build and python "
+                f"worker start-up; worker process(es) {pids} killed). A worker that hangs while it starts "
+                "(a stopped process, a hung file system, no room in /dev/shm) or a host too loaded to start "
+                "one looks like this: check the host, raise start_timeout_s if the start is legitimately "
+                "this slow, or try data_loading_config.py_num_workers=0. The next next() builds again."
+            ) from exc
+        raise
+    with state:
+        finished = True
+    timer.cancel()
+    return pipe
+
+
 # Delay between a hand-over and the start of the next run (see PipelineWatchdog).
 HANDOVER_GRACE_S = 0.002
+
+
+RUN_STAGE = "pipe.run(): reading, decoding and resizing the images"
+ASSEMBLY_STAGE = "assembling the batch from the pipeline's outputs"
 
 
 class AssemblyError(RuntimeError):
@@ -111,21 +169,26 @@ class PipelineWatchdog:
         self._results: queue.Queue = queue.Queue()
         self._pending: int | None = None  # requested, result not taken yet
         self._thread = threading.Thread(target=self._serve, name="dali-pipeline-run", daemon=True)
-        self._thread.start()
         self.stuck = False
+        self.stage = "waiting for a request"  # what the run thread is doing (named by a stall)
+        self._thread.start()
 
     def _serve(self) -> None:
         while (iteration := self._requests.get()) is not None:
             time.sleep(self.grace_s)
+            self.stage = RUN_STAGE
             try:
                 outputs = self.pipe.run()
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                self.stage = "waiting for a request"
                 self._results.put((False, exc))
                 continue
+            self.stage = ASSEMBLY_STAGE
             try:
                 self._results.put((True, self.prepare(outputs, iteration)))
             except BaseException as exc:  # noqa: BLE001
                 self._results.put((False, AssemblyError(exc)))
+            self.stage = "waiting for a request"
             del outputs  # the batch keeps what it needs; drop the rest before waiting for a request
 
     def request(self, iteration: int) -> None:
@@ -176,7 +239,8 @@ class PipelineWatchdog:
         workers = f"worker process(es) {alive} alive" if alive else "no worker processes (py_num_workers=0)"
         return (
             f"no batch from the DALI pipeline for iteration {iteration} within "
-            f"data_loading_config.batch_timeout_s={self.timeout_s:g} s ({workers}). A hung file system "
+            f"data_loading_config.batch_timeout_s={self.timeout_s:g} s (stage: {self.stage}; {workers}; "
+            "that run and its thread are abandoned). A hung file system "
             "read or an overloaded host stalls it: check the storage, raise batch_timeout_s if batches are "
             "legitimately this slow, or try data_loading_config.py_num_workers=0. The next next() rebuilds "
             f"the pipeline at iteration {iteration}."

@@ -13,6 +13,7 @@ rerun after a kill at any point recognises its own writes and completes the job.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -36,13 +37,16 @@ from .checkout import (
     read_stamp,
     remove_leftover_tmp,
     same_state,
+    state_dir,
     write_atomic,
     write_stamp,
 )
 from .diagnose import diagnose_patch
 from .faults import kill_point
 from .gitcmd import git, git_out, has_commit
+from .gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from .journal import clear_journal, owns, read_journal, write_journal
+from .lock import hold
 from .series import Patch, load_series
 from .targets import Target
 
@@ -72,34 +76,37 @@ def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> s
 def ensure_checkout(target: Target) -> None:
     """Clone the mirror at the pinned commit where no checkout exists yet.
 
-    The clone goes into a private temporary directory that is renamed into place, so concurrent
-    runs never share a half-made `.git`: the first rename wins, the others discard their copy.
+    The clone is made in a private directory under `clone_scratch` and renamed into place, all
+    under the scratch's lock: concurrent runs never share a half-made `.git` (the first one clones,
+    the others find the checkout), and a run killed half-way leaves its partial clone where the
+    next run, holding the lock, removes it (with the scratch) — never inside a checkout's work tree.
     """
     checkout = target.checkout
-    if (checkout / ".git").exists():
+    scratch = clone_scratch(checkout)
+    if (checkout / ".git").exists() and not scratch.exists():
         return
-    if checkout.exists() and any(checkout.iterdir()):
-        raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
     mirror = require_cached(target.pin)
     checkout.parent.mkdir(parents=True, exist_ok=True)
-    _remove_dead_partials(checkout)
-    partial = Path(tempfile.mkdtemp(prefix=f".{checkout.name}.partial-{os.getpid()}-", dir=checkout.parent))
-    try:
-        with mirror_lock(target.pin, "apply", shared=True):
-            git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
-        git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
-        try:
+    with hold(scratch / CLONE_LOCK, "apply", f"{target.label}:clone"):
+        if not (checkout / ".git").exists():  # else: cloned by a run we waited for, or by a killed one
+            if checkout.exists() and any(checkout.iterdir()):
+                raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
+            remove_partial_clones(scratch)
+            _remove_dead_partials(checkout)
+            partial = Path(tempfile.mkdtemp(prefix="partial-", dir=scratch))
+            with mirror_lock(target.pin, "apply", shared=True):
+                git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
+            kill_point(f"{target.label}:clone")
+            git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
+            kill_point(f"{target.label}:clone-checkout")
             os.rename(partial, checkout)  # onto a missing or empty directory only
-        except OSError:
-            if not (checkout / ".git").exists():
-                raise
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    kill_point(f"{target.label}:checkout")
+            kill_point(f"{target.label}:checkout")
+        with contextlib.suppress(FileNotFoundError):  # a run we waited for removed it already
+            shutil.rmtree(scratch)  # the lock file too: a run waiting on it finds the checkout made
 
 
 def _remove_dead_partials(checkout: Path) -> None:
-    """Temporary clones of killed runs (their pid is in the name) are removed."""
+    """Temporary clones that earlier versions made beside the checkout (their pid is in the name)."""
     for partial in checkout.parent.glob(f".{checkout.name}.partial-*"):
         pid = partial.name.removeprefix(f".{checkout.name}.partial-").split("-")[0]
         try:
@@ -108,6 +115,25 @@ def _remove_dead_partials(checkout: Path) -> None:
             shutil.rmtree(partial, ignore_errors=True)
         except (ValueError, PermissionError):
             continue
+
+
+CLONE_LOCK = "lock"
+
+
+def clone_scratch(checkout: Path) -> Path:
+    """Where partial clones of `checkout` are made: inside the enclosing checkout's git directory
+    for a nested one (mmdetection3d in StreamPETR: never in a work tree `git status` sees), else
+    the hidden `.<name>.clone/` beside it."""
+    if (checkout.parent / ".git").exists():
+        return state_dir(checkout.parent) / f"clone-{checkout.name}"
+    return checkout.parent / f".{checkout.name}.clone"
+
+
+def remove_partial_clones(scratch: Path) -> None:
+    """Every partial clone a killed run left in `scratch` (call with its lock held)."""
+    for entry in scratch.iterdir():
+        if entry.name != CLONE_LOCK:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def _ensure_pin_commit(target: Target) -> None:
@@ -278,10 +304,8 @@ def apply_target(target: Target, force: bool = False) -> Outcome:
     """Bring one target to pin + series + overlay. See the module docstring for the guarantees."""
     patches = load_series(target.patch_dir)
     overlay = overlay_files(target.overlay_dir)
-    if not (target.checkout / ".git").exists():
-        ensure_checkout(target)  # checks the cache itself
-    else:
-        require_cached(target.pin)
+    ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch
+    require_cached(target.pin)
     with checkout_lock(target.checkout, "apply"):
         _ensure_pin_commit(target)
         return _apply_locked(target, patches, overlay, force)
@@ -290,6 +314,7 @@ def apply_target(target: Target, force: bool = False) -> Outcome:
 def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path], force: bool) -> Outcome:
     checkout, label, pin = target.checkout, target.label, target.pin.commit
     clear_stale_index_lock(checkout)
+    clear_stale_index_lock_of_checkout(checkout)
     journal = read_journal(checkout)
     if journal:
         remove_leftover_tmp(checkout, list(journal["paths"]))
@@ -312,7 +337,7 @@ def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path]
     write_journal(checkout, _journal(checkout, journal, plan, head, pin))
     kill_point(f"{label}:journal")
     if head != pin:
-        git("reset", "--quiet", pin, cwd=checkout)
+        run_index_git(checkout, label, "reset", "--quiet", pin)
         kill_point(f"{label}:head")
     for i, rel in enumerate(plan, 1):
         put(checkout / rel, plan[rel], step=f"{label}:write-{i}")

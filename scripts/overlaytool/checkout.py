@@ -180,5 +180,8 @@ def overlay_blob(path: Path) -> Blob:
 
 def modified(checkout: Path) -> set[str]:
     """Tracked paths whose work-tree or index state differs from HEAD (`git status`)."""
-    status = git("status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout).stdout  # not stripped
+    # no optional locks: a kill during this status must not leave .git/index.lock behind
+    status = git(
+        "status", "--porcelain", "-z", "--untracked-files=no", cwd=checkout, env={"GIT_OPTIONAL_LOCKS": "0"}
+    ).stdout  # not stripped
     return {entry[3:] for entry in status.split("\0") if entry}

@@ -28,11 +28,10 @@ def git(
     text: bool = True,
 ) -> subprocess.CompletedProcess:
     """Run git and capture its output; raise OverlayError with git's message when `check` fails."""
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     proc = subprocess.run(
         ["git", *args],
         cwd=cwd,
-        env=full_env,
+        env=git_env(env),
         input=input if not text or input is None else input.decode(),
         capture_output=True,
         text=text,
@@ -41,6 +40,11 @@ def git(
         err = proc.stderr.strip() if text else proc.stderr.decode(errors="replace").strip()
         raise OverlayError(f"git {' '.join(args)} failed in {cwd or '.'}:\n{err}")
     return proc
+
+
+def git_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every git command of the tools runs with (no prompts, C locale)."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
 
 
 def git_out(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:

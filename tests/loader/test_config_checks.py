@@ -41,6 +41,7 @@ BAD = [
     ("data_loading_config.trusted_pickle", "True", "True or False"),
     ("data_loading_config.batch_timeout_s", 0, "a number of seconds > 0"),
     ("data_loading_config.batch_timeout_s", float("inf"), "a number of seconds > 0"),
+    ("data_loading_config.start_timeout_s", -1, "a number of seconds > 0"),
     ("data_loading_config.max_bad_images", -1, "an integer >= 0"),
     ("data_loading_config.num_threads", 2.5, "an integer in [1, 256]"),
     # what comes from the StreamPETR config

@@ -80,7 +80,8 @@ def configure_v2(project: Project, texts: dict[str, str]) -> None:
 def observed(project: Project) -> dict:
     """Everything a clean apply determines, compared across projects."""
     checkout = project.checkout
-    stray = sorted(p.name for p in checkout.parent.iterdir() if ".partial-" in p.name)
+    stray = sorted(p.name for p in checkout.parent.iterdir() if p.name.startswith(f".{checkout.name}."))
+    stray += sorted(p.name for p in checkout.glob(".git/streampetr-dali/clone-*"))  # nested checkouts'
     stray += sorted(
         p.name for p in project.cache.glob("mirrors/*") if ".partial-" in p.name or ".old-" in p.name
     )
