@@ -185,6 +185,12 @@ class DaliStreamLoader:
         pool = getattr(pipe, "_py_pool", None)
         if pool is not None:
             pool.close()
+        # Stop DALI's executor threads now, as the pipeline's __del__ would once the last reference
+        # (a cycle, a batch) is gone: a thread of this pipeline still running while the next loader
+        # forks its workers can hand the child a lock it holds, and the child's start then hangs.
+        shutdown = getattr(pipe, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
         del pipe
 
     def __enter__(self) -> DaliStreamLoader:
