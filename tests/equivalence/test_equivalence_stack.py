@@ -43,7 +43,7 @@ def upstream() -> None:
 @pytest.fixture(scope="module")
 def batch_records(upstream: None, synthetic_dataset: Path) -> dict[str, dict[str, Any]]:
     """Both configs, ``BATCHES`` batches each, seed chosen to cover flips and right-side padding."""
-    from dali_streampetr.config import loader_config_from
+    from dali_streampetr.config_reader import loader_config_from
     from equivalence.harness import compare_batches, covering_seed
     from equivalence.loaders import load_config
 
@@ -200,7 +200,7 @@ def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, worl
 
 @pytest.mark.parametrize("name", ["r50", "vov"])
 def test_draw_distributions_match_upstream(upstream, synthetic_dataset, name) -> None:
-    from dali_streampetr.config import loader_config_from
+    from dali_streampetr.config_reader import loader_config_from
     from equivalence.draws import compare_draws, dali_draws, upstream_draws
     from equivalence.harness import pad_threshold
     from equivalence.loaders import load_config
