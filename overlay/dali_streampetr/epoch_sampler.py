@@ -16,6 +16,8 @@ import math
 import numpy as np
 import torch
 
+from .sampler_base import SamplerBase
+
 
 def epoch_indices(
     flags: np.ndarray, samples_per_gpu: int, num_replicas: int, rank: int, seed: int, epoch: int
@@ -43,7 +45,7 @@ def epoch_indices(
     return indices[num_samples * rank : num_samples * (rank + 1)]
 
 
-class GroupEpochSampler:
+class GroupEpochSampler(SamplerBase):
     """Frame indices per iteration for this rank (same interface as
     :class:`~dali_streampetr.sequences.StreamSampler`). ``mode='replicate'``: every rank samples the
     whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
@@ -58,24 +60,12 @@ class GroupEpochSampler:
         seed: int = 0,
         mode: str = "shard",
     ) -> None:
-        if mode not in ("shard", "replicate"):
-            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside world size {world_size}")
-        self.flags = np.asarray(flags, dtype=np.int64)
-        self.batch_size, self.rank, self.world_size, self.mode, self.seed = (
-            batch_size,
-            rank,
-            world_size,
-            mode,
-            seed,
+        super().__init__(flags, batch_size, rank=rank, world_size=world_size, mode=mode)
+        self.seed = seed
+        self.num_samples = sum(
+            math.ceil(s / batch_size / self.replicas) * batch_size for s in self.group_sizes
         )
-        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
-        sizes = np.bincount(self.flags)
-        self.groups_num = len(sizes)
-        self.num_samples = sum(math.ceil(s / batch_size / self.replicas) * batch_size for s in sizes)
         self.batches_per_epoch = self.num_samples // batch_size
-        self.epoch = 0
         self._cached: tuple[int, list[int]] | None = None
 
     def indices(self, epoch: int) -> list[int]:
@@ -99,7 +89,3 @@ class GroupEpochSampler:
     def __len__(self) -> int:
         """Batches per epoch (the DataLoader's length over this sampler)."""
         return self.batches_per_epoch
-
-    def set_epoch(self, epoch: int) -> None:
-        """Stored only: the epoch is ``iteration // len(self)`` (the runner's calls agree with it)."""
-        self.epoch = epoch

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .sampler_base import SamplerBase
+
 
 def group_flags(has_sweeps: Sequence[bool], seq_split_num: int | str) -> np.ndarray:
     """Group id per frame: a new sequence at every frame (but the first) with empty ``sweeps``,
@@ -77,7 +79,7 @@ class _Slot:
         return self._groups[self._group_ids[k]][iteration - self._starts[k]]
 
 
-class StreamSampler:
+class StreamSampler(SamplerBase):
     """Frame indices per iteration for this rank's ``batch_size`` slots.
 
     ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
@@ -101,16 +103,8 @@ class StreamSampler:
         mode: str = "shard",
         offset_per_rank: bool = False,
     ) -> None:
-        if mode not in ("shard", "replicate"):
-            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside world size {world_size}")
-        self.flags = np.asarray(flags, dtype=np.int64)
-        self.batch_size, self.rank, self.world_size, self.mode = batch_size, rank, world_size, mode
-        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
+        super().__init__(flags, batch_size, rank=rank, world_size=world_size, mode=mode)
         self.seed = seed + rank if (mode == "replicate" and offset_per_rank) else seed
-        sizes = np.bincount(self.flags)
-        self.groups_num = len(sizes)
         global_batch = batch_size * self.replicas
         if self.groups_num < global_batch:
             remedy = "a smaller batch or a larger seq_split_num"
@@ -128,7 +122,6 @@ class StreamSampler:
             _Slot(stream, self.sampler_rank * batch_size + j, global_batch, groups) for j in range(batch_size)
         ]
         self._prev = prev_exists(self.flags)
-        self.epoch = 0
 
     def batch(self, iteration: int) -> list[int]:
         """Dataset indices of this rank's batch number ``iteration`` (0-based)."""
@@ -139,7 +132,3 @@ class StreamSampler:
 
     def __len__(self) -> int:
         return len(self.flags)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Stored only, like upstream (the stream is infinite and never reshuffled per epoch)."""
-        self.epoch = epoch
