@@ -12,6 +12,7 @@ num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; ran
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -50,23 +51,17 @@ class GroupEpochSampler(SamplerBase):
     :class:`~dali_streampetr.sequences.StreamSampler`). ``mode='replicate'``: every rank samples the
     whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
 
-    def __init__(
-        self,
-        flags: np.ndarray,
-        batch_size: int,
-        *,
-        rank: int = 0,
-        world_size: int = 1,
-        seed: int = 0,
-        mode: str = "shard",
-    ) -> None:
-        super().__init__(flags, batch_size, rank=rank, world_size=world_size, mode=mode)
-        self.seed = seed
-        self.num_samples = sum(
-            math.ceil(s / batch_size / self.replicas) * batch_size for s in self.group_sizes
-        )
-        self.batches_per_epoch = self.num_samples // batch_size
-        self._cached: tuple[int, list[int]] | None = None
+    _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)
+
+    @cached_property
+    def num_samples(self) -> int:
+        """This rank's frames per epoch (upstream's ``num_samples``: every group padded)."""
+        per_rank = (math.ceil(s / self.batch_size / self.replicas) for s in self.group_sizes)
+        return sum(n * self.batch_size for n in per_rank)
+
+    @cached_property
+    def batches_per_epoch(self) -> int:
+        return self.num_samples // self.batch_size
 
     def indices(self, epoch: int) -> list[int]:
         """This rank's frames of ``epoch`` (upstream's sampler after ``set_epoch(epoch)``)."""

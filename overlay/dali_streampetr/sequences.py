@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -93,22 +94,16 @@ class StreamSampler(SamplerBase):
     """
 
     def __init__(
-        self,
-        flags: np.ndarray,
-        batch_size: int,
-        *,
-        rank: int = 0,
-        world_size: int = 1,
-        seed: int = 0,
-        mode: str = "shard",
-        offset_per_rank: bool = False,
+        self, flags: np.ndarray, batch_size: int, *, offset_per_rank: bool = False, **split: Any
     ) -> None:
-        super().__init__(flags, batch_size, rank=rank, world_size=world_size, mode=mode)
-        self.seed = seed + rank if (mode == "replicate" and offset_per_rank) else seed
+        """``split``: ``rank``, ``world_size``, ``seed``, ``mode`` (:class:`~.sampler_base.SamplerBase`)."""
+        super().__init__(flags, batch_size, **split)
+        if self.mode == "replicate" and offset_per_rank:
+            self.seed += self.rank
         global_batch = batch_size * self.replicas
         if self.groups_num < global_batch:
             remedy = "a smaller batch or a larger seq_split_num"
-            if mode == "shard":
+            if self.mode == "shard":
                 remedy = f"fewer GPUs, {remedy}, or replicate_dataset_per_gpu=True"
             raise ValueError(
                 f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
