@@ -9,14 +9,8 @@ class_names = [
     'motorcycle', 'bicycle', 'pedestrian', 'traffic_cone',
 ]  # fmt: skip
 collect_keys = [
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-]
+    "lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp", "ego_pose", "ego_pose_inv",
+]  # fmt: skip
 ida_aug_conf = {
     "resize_lim": (0.19, 0.275),
     "final_dim": (128, 352),
@@ -56,18 +50,8 @@ train_pipeline = [
         + ["prev_exists"]
         + collect_keys,
         meta_keys=(
-            "filename",
-            "ori_shape",
-            "img_shape",
-            "pad_shape",
-            "scale_factor",
-            "flip",
-            "box_mode_3d",
-            "box_type_3d",
-            "img_norm_cfg",
-            "scene_token",
-            "gt_bboxes_3d",
-            "gt_labels_3d",
-        ),  # fmt: skip
+            "filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "flip", "box_mode_3d",
+            "box_type_3d", "img_norm_cfg", "scene_token", "gt_bboxes_3d", "gt_labels_3d",
+        ),
     ),
-]
+]  # fmt: skip
