@@ -48,7 +48,7 @@ def epoch_indices(
 
 class GroupEpochSampler(SamplerBase):
     """Frame indices per iteration for this rank (same interface as
-    :class:`~dali_streampetr.sequences.StreamSampler`). ``mode='replicate'``: every rank samples the
+    :class:`~dali_streampetr.stream_sampler.StreamSampler`). ``mode='replicate'``: every rank samples the
     whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
 
     _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)

@@ -11,7 +11,7 @@ from .augment import AugDraw, frame_draw, queue_frame_draw
 from .config import LoaderConfig
 from .epoch_sampler import GroupEpochSampler
 from .queues import choose_queue, queue_seed
-from .sequences import StreamSampler
+from .stream_sampler import StreamSampler
 
 
 @dataclass(frozen=True)
