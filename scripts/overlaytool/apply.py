@@ -47,7 +47,8 @@ from .gitcmd import git, git_out, has_commit
 from .gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from .journal import clear_journal, owns, read_journal, write_journal
 from .lock import hold
-from .series import Patch, load_series
+from .patchfile import Patch
+from .series import load_series
 from .targets import Target
 
 
@@ -158,7 +159,7 @@ def exclude_nested(parent: Target, child: Target) -> None:
     exclude = gitdir(parent.checkout) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with checkout_lock(parent.checkout, "apply"):  # read-modify-write: two runs must not both read
-        lines = exclude.read_text().splitlines() if exclude.exists() else []
+        lines = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if f"/{rel}/" in lines:
             return
         write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
@@ -362,11 +363,29 @@ def _journal(checkout: Path, old: dict | None, plan: dict[str, Blob | None], hea
     return {"commit": pin, "heads": heads, "paths": paths}
 
 
-def apply_all(targets: list[Target], force: bool = False) -> list[Outcome]:
-    """Apply every target in order (the outer checkout first)."""
+def apply_all(
+    targets: list[Target], chosen: list[Target] | None = None, force: bool = False
+) -> list[Outcome]:
+    """Apply the `chosen` targets (default: all) in the config's order, the outer checkout first.
+
+    A target checked out inside another's needs that one checked out first."""
+    chosen = targets if chosen is None else chosen
+    for target in chosen:
+        for outer in targets:
+            nested = outer is not target and target.checkout.is_relative_to(outer.checkout)
+            if nested and outer not in chosen and not (outer.checkout / ".git").exists():
+                raise OverlayError(
+                    f"{target.name} is checked out inside the checkout of {outer.name} ({outer.checkout}), "
+                    f"which does not exist yet: apply {outer.name} first (`--target {outer.name}`), "
+                    "or every target."
+                )
     outcomes = []
-    for i, target in enumerate(targets):
+    for target in chosen:
         outcomes.append(apply_target(target, force=force))
-        for other in targets[i + 1 :]:
-            exclude_nested(target, other)
+        place = targets.index(target)
+        for inner in targets[place + 1 :]:
+            exclude_nested(target, inner)
+        for outer in targets[:place]:
+            if outer not in chosen and (outer.checkout / ".git").exists():
+                exclude_nested(outer, target)
     return outcomes

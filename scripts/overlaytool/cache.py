@@ -103,7 +103,9 @@ def _run_progress(
     progress = ["--progress"] if sys.stderr.isatty() else []
     options = [flag for setting in config for flag in ("-c", setting)]
     cmd = ["git", *options, args[0], *progress, *args[1:]]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace"
+    )
     lines = []
     assert proc.stderr is not None
     for line in proc.stderr:

@@ -70,7 +70,7 @@ def clear_stale_index_lock(checkout: Path) -> None:
 def read_stamp(checkout: Path) -> dict | None:
     """The stamp of the last completed apply, or None."""
     path = state_dir(checkout) / "stamp.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def write_stamp(checkout: Path, stamp: dict) -> None:
@@ -81,7 +81,7 @@ def write_stamp(checkout: Path, stamp: dict) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` via a temporary file, fsync and rename: old or new, never half."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    with open(tmp, "w") as f:
+    with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

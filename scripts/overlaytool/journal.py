@@ -24,7 +24,7 @@ def journal_path(checkout: Path) -> Path:
 def read_journal(checkout: Path) -> dict | None:
     """The journal a killed run left, or None."""
     path = journal_path(checkout)
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def owns(journal: dict | None, rel: str, state: list[str] | None) -> bool:

@@ -33,8 +33,11 @@ from .cache import (
     require_cached,
 )
 from .checkout import checkout_lock, overlay_files, put, state_dir
+from .commit_export import export_commits
+from .edit import commit_series
 from .faults import kill_point
 from .gitcmd import TOOL_IDENTITY, git, git_out, has_commit
+from .patchfile import parse_patch
 from .pins import URL_RE
 from .rebase_finish import check as check_staged
 from .rebase_finish import (
@@ -49,9 +52,8 @@ from .rebase_finish import (
     stage,
 )
 from .rebase_report import WHAT_TO_DO, conflict_details, remove_report, status_lines, write_report
-from .refresh import commit_series, export_commits
 from .replay import CONFLICT, MISSING, commit_resolution, renames, replay, stage_resolution
-from .series import load_series, parse_patch
+from .series import load_series
 from .targets import Target
 
 SKIPPED = "skipped (dropped from the series)"
@@ -282,14 +284,14 @@ def abort(target: Target) -> str:
 def _save(target: Target, state: dict) -> None:
     path = _state_path(target)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(state, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
 def _load(target: Target) -> dict:
     if not in_progress(target):
         raise OverlayError("No rebase is in progress.")
-    return json.loads(_state_path(target).read_text())
+    return json.loads(_state_path(target).read_text(encoding="utf-8"))
 
 
 def _cleanup(target: Target) -> None:
