@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.add_argument("--check", action="store_true", help="dry run: print each patch's status, change nothing")
     p.set_defaults(func=cmd_rebase)
+    for stream in (sys.stdout, sys.stderr):  # patch subjects and paths may not fit the locale's encoding
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = parser.parse_args(argv)
     if hasattr(args, "lock_timeout"):
         os.environ[TIMEOUT_ENV] = str(args.lock_timeout)

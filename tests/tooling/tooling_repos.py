@@ -22,6 +22,12 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
+def retitle(checkout: Path, subject: str, *options: str) -> None:
+    """Amend HEAD with a new subject line, its body (DEP-3 fields, trailers) kept as it is."""
+    body = git(checkout, "log", "-1", "--format=%b")
+    git(checkout, "commit", "-q", "--amend", *options, "-m", subject, "-m", body)
+
+
 def write_files(
     repo: Path, files: dict[str, str | None], executable=(), links: dict[str, str] | None = None
 ) -> None:
