@@ -14,17 +14,18 @@ import os
 import sys
 from pathlib import Path
 
-from . import OverlayError, rebase
+from . import OverlayError, rebase, rebase_check
 from .apply import apply_all, apply_target
-from .cache import fetch, local_source
 from .checkout import checkout_lock
 from .edit import commit_series
+from .fetch import fetch
 from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
 from .pins import Pin
 from .refresh import refresh_target
 from .series import read_series
+from .sources import local_source
 from .targets import REPO_ROOT, load_targets, select, select_one
 
 
@@ -99,7 +100,7 @@ def cmd_rebase(args: argparse.Namespace) -> None:
     if args.check:
         if not args.ref:
             raise OverlayError("rebase --check needs the commit or ref to check against")
-        lines, carries_over = rebase.dry_run(target, args.ref, args.source)
+        lines, carries_over = rebase_check.dry_run(target, args.ref, args.source)
         print("\n".join(lines))
         if not carries_over:
             raise OverlayError(f"the series would not carry over to {args.ref} (nothing was changed)")

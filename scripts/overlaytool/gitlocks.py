@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from . import OverlayError
-from .checkout import gitdir, state_dir, write_atomic
+from .checkout import gitdir, state_dir
 from .faults import kill_point
+from .files import write_atomic
 from .gitcmd import git_env
 
 RECORD = "index-git.json"

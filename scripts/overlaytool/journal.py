@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .checkout import state_dir, write_atomic
+from .checkout import state_dir
+from .files import write_atomic
 
 
 def journal_path(checkout: Path) -> Path:

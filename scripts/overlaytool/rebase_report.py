@@ -164,3 +164,20 @@ def write_report(checkout: Path, state: dict, details: list[dict] | None = None,
         lines += ["", f"What to do: {d['what_to_do']}"]
     md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return md_path
+
+
+def stop_message(state: dict, details: list[dict], report: Path) -> str:
+    """What stopped, the statuses so far, where the report is and what to do next."""
+    name = state["patches"][state["next"]]
+    what = "modifies a file missing at" if state["stop"]["kind"] == MISSING else "conflicts with"
+    lines = [f"Patch {name} {what} upstream {state['new'][:12]}:"]
+    for d in details:
+        was = f" (moved from {', '.join(d['was'])})" if d["was"] else ""
+        if d["kind"] == MISSING:
+            best = ", ".join(f"{c['path']} {c['similarity']} %" for c in d["candidates"]) or "none"
+            lines.append(f"  {d['file']}: missing at the target; git's best candidates: {best}")
+        else:
+            lines.append(f"  {d['file']}{was}: conflict")
+    lines += ["Statuses so far:", *status_lines(state), f"Report: {report}"]
+    lines.append(f"Next: {WHAT_TO_DO[state['stop']['kind']]}")
+    return "\n".join(lines)

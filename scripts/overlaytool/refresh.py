@@ -11,20 +11,11 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 from __future__ import annotations
 
 from . import OverlayError
-from .checkout import (
-    checkout_lock,
-    current,
-    current_state,
-    index_env,
-    modified,
-    overlay_blob,
-    overlay_files,
-    put,
-    read_stamp,
-    same_state,
-)
+from .checkout import checkout_lock, index_env, read_stamp
 from .commit_export import export_commits
+from .files import current, current_state, modified, put, same_state
 from .gitcmd import git, git_out
+from .overlay import overlay_blob, overlay_files
 from .patchfile import Patch, encode
 from .series import load_series
 from .targets import Target

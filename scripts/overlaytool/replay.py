@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import OverlayError
-from .checkout import current
 from .diagnose import diagnose_patch
 from .faults import kill_point
+from .files import current
 from .gitcmd import TOOL_IDENTITY, git
 from .patchfile import Patch
 
