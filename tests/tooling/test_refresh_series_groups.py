@@ -1,4 +1,4 @@
-"""`refresh` keeps the layout of patches/series: header, group labels above their patches, trailer."""
+"""`refresh` keeps the layout of a series file: header, group labels above their patches, trailer."""
 
 from __future__ import annotations
 
