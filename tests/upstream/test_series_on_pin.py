@@ -38,7 +38,7 @@ def status(checkout: Path) -> list[str]:
 
 
 def test_series_and_overlay_apply_and_nothing_else(scratch: Path) -> None:
-    from overlaytool.checkout import overlay_files
+    from overlaytool.overlay import overlay_files
     from overlaytool.series import load_series
 
     patched = {fp.path for p in load_series(scratch / "patches" / "streampetr") for fp in p.files}
