@@ -26,7 +26,7 @@ from .pins import Pin
 from .refresh import refresh_target
 from .series import read_series
 from .sources import local_source
-from .targets import REPO_ROOT, load_targets, select, select_one
+from .targets import REPO_ROOT, Target, load_targets, select, select_one
 
 
 def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:
@@ -93,7 +93,19 @@ def cmd_edit(args: argparse.Namespace) -> None:
 
 
 def cmd_rebase(args: argparse.Namespace) -> None:
-    target = select_one(load_targets(args.root), args.target)
+    targets = load_targets(args.root)
+    target = select_one(targets, args.target)
+    try:
+        _rebase(target, args)
+    except OverlayError as exc:
+        if target is targets[0]:
+            raise
+        raise OverlayError(
+            f"{exc}\n(Rebasing {target.name}: give `--target {target.name}` to every next command.)"
+        ) from exc
+
+
+def _rebase(target: Target, args: argparse.Namespace) -> None:
     if args.abort:
         print(rebase.abort(target))
         return

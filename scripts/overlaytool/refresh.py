@@ -91,9 +91,8 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
         raise OverlayError(
             "These changed files belong to no patch: "
             + ", ".join(unowned)
-            + ".\nCommit them on top of the pin "
-            "(git -C upstream/StreamPETR commit) with a subject and a DEP-3 Description/Forwarded body, "
-            "then run refresh again to export the commits."
+            + f".\nCommit them on top of the pin (git -C {checkout} commit) with a subject and a DEP-3 "
+            "Description/Forwarded body, then run refresh again to export the commits."
         )
     return rewritten
 

@@ -9,7 +9,7 @@ import pytest
 from overlaytool import OverlayError
 from overlaytool.series import read_series
 from overlaytool.targets import load_targets
-from tooling_repos import CONFIG, Project, git, make_patch, retitle, with_filename
+from tooling_repos import CONFIG, Project, commit_files, git, make_patch, retitle, with_filename
 
 
 def errors_of(project: Project, capsys, *args: str) -> str:
@@ -121,3 +121,24 @@ def test_the_second_target_is_edited_and_refreshed_by_name(project: Project, tmp
     assert "Patch-Filename: two.patch" in exported
     assert {p.name: p.read_bytes() for p in project.patch_dir.iterdir()} == before  # StreamPETR's untouched
     assert (mm / "mmdet3d" / "__init__.py").read_text() == "x = 3\n"  # re-applied as work-tree changes
+
+
+def test_the_second_target_is_rebased_by_name(project: Project, tmp_path: Path, capsys) -> None:
+    mm_dir = project.root / "patches" / "mmdetection3d"
+    text = make_patch(tmp_path, {"mmdet3d/__init__.py": "x = 1\n"}, {"mmdet3d/__init__.py": "x = 2\n"}, "Two")
+    (mm_dir / "two.patch").write_text(with_filename(text, "two.patch"))
+    (mm_dir / "series").write_text("two.patch\n")
+    assert project.run("apply") == 0
+    newer = commit_files(project.mmdet3d, {"README.md": "docs\n"}, "Docs")
+    assert "give `--target mmdetection3d` to every next" in errors_of(
+        project, capsys, "rebase", "--target", "mmdetection3d", "--continue"
+    )
+    assert project.run("rebase", "--target", "mmdetection3d", "--check", newer) == 0
+    out = capsys.readouterr().out
+    assert "rebase --check mmdetection3d" in out and "two.patch: clean" in out
+    streampetr_pin = (project.root / "upstream" / "streampetr.toml").read_bytes()
+    assert project.run("rebase", "--target", "mmdetection3d", newer) == 0
+    assert f'commit = "{newer}"' in (project.root / "upstream" / "mmdetection3d.toml").read_text()
+    assert (project.root / "upstream" / "streampetr.toml").read_bytes() == streampetr_pin
+    assert (mm_dir / "two.patch").read_text().count("Patch-Filename: two.patch") == 1
+    assert (project.checkout / "mmdetection3d" / "README.md").read_text() == "docs\n"
