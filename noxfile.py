@@ -92,7 +92,7 @@ def fetch(session: nox.Session) -> None:
 
 @nox.session
 def apply(session: nox.Session) -> None:
-    """Check out the pin, verify and apply patches/series, add overlay/ (`-- --force` to discard edits)."""
+    """Apply the targets of patches/config.toml: pins, series, overlay (`-- --force` to discard edits)."""
     run_tool(session, sys.executable, "overlaytool", "apply", *session.posargs)
 
 
