@@ -1,6 +1,7 @@
 """Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s wheelhouse``).
 
-The kit is ``gpu_check.py`` (:mod:`.runner`), ``manifest.json`` and ``parts/``: the wheels of
+The kit is ``gpu_check.py`` (:mod:`.launcher`) with the runner's modules in ``gpukit/`` (stdlib
+only: :data:`RUNNER_MODULES`), ``manifest.json`` and ``parts/``: the wheels of
 ``requirements/gpu-kit.txt`` for each kit Python (any manylinux x86_64 node), their locks and the
 project's sources the check runs, each file cut into parts of at most ``max_part_bytes`` with the
 sha256 of every part and of every whole file, so the folder can travel over channels that limit
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from wheelhouse.locks import Locked, resolve, run_pip, sha256, write_lock
 
-from .runner import FORMAT, MANIFEST
+from .parts import FORMAT, MANIFEST
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
@@ -34,6 +35,8 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x
              "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")  # fmt: skip
 DALI = {12: "nvidia-dali-cuda120", 13: "nvidia-dali-cuda130"}
 MiB = 2**20
+# What the kit runs before its venv exists: stdlib only, copied whole into <kit>/gpukit/.
+RUNNER_MODULES = ("__init__.py", "steps.py", "parts.py", "node.py", "runner.py")
 
 
 def kit_requirements(cuda: int, dest: Path) -> Path:
@@ -133,8 +136,18 @@ def build_kit(out: Path, locks: dict[str, list[Locked]], cuda: int, max_part_byt
         "locks": lock_names, "source": SOURCE_ARCHIVE, "files": entries,
     }  # fmt: skip
     (kit / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    shutil.copy2(Path(__file__).with_name("runner.py"), kit / "gpu_check.py")
+    install_runner(kit)
     return kit
+
+
+def install_runner(kit: Path) -> Path:
+    """``<kit>/gpu_check.py`` (the launcher) and the runner's modules under ``<kit>/gpukit/``."""
+    here = Path(__file__).resolve().parent
+    (kit / "gpukit").mkdir(parents=True, exist_ok=True)
+    for name in RUNNER_MODULES:
+        shutil.copy2(here / name, kit / "gpukit" / name)
+    shutil.copy2(here / "launcher.py", kit / "gpu_check.py")
+    return kit / "gpu_check.py"
 
 
 def kit_size(kit: Path) -> tuple[int, int]:

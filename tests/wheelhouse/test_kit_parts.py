@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from gpukit.build import source_archive, source_files, split
-from gpukit.runner import FORMAT, MANIFEST, CheckError, clean_pip_env, load_manifest, reassemble
+from gpukit.build import install_runner, source_archive, source_files, split
+from gpukit.node import clean_pip_env
+from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
+from gpukit.steps import CheckError
 
 REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
@@ -83,3 +87,23 @@ def test_pip_sees_no_index_and_no_machine_config() -> None:
     env = clean_pip_env({"PIP_FIND_LINKS": "/somewhere", "PIP_INDEX_URL": "https://x", "PATH": "/bin"})
     assert env == {"PATH": "/bin", "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull,
                    "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
+
+
+def test_the_kits_gpu_check_py_runs_from_the_kit_folder_alone(tmp_path: Path) -> None:
+    """The launcher and the runner's modules copied by the build are all the kit needs before its
+    venv: run with no project path set, it probes this python's torch, reads the manifest and
+    refuses a kit without wheels for this python, by name."""
+    kit = tmp_path / "kit"
+    launcher = install_runner(kit)
+    manifest = {"format": FORMAT, "dali_cuda": 12, "parts_dir": "parts", "locks": {"cp00": "x.txt"}}
+    (kit / MANIFEST).write_text(json.dumps({**manifest, "files": []}))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, launcher, "--work", tmp_path / "work"], cwd=tmp_path, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[1/6] the node's python and torch" in proc.stdout
+    assert f"the kit holds wheels for cp00, this python is {tag}" in proc.stderr
+    assert "Traceback" not in proc.stderr
