@@ -7,6 +7,7 @@ the decode floor, writes ``bench.json`` + ``bench.png`` and prints the ratios. M
 - :mod:`.cases`     the configurations (profiles r50 / accv, loader, workers / threads)
 - :mod:`.runcase`   one configuration in its own process: warm-up, repeats, measurements
 - :mod:`.floor`     decode-only floor with DALI's decoder (full image and region of interest)
-- :mod:`.report`    summary statistics, ratios, JSON, PNG chart, printed table
+- :mod:`.summary`   summary statistics over the repeats, merged rounds, ratios against their targets
+- :mod:`.report`    the printed tables, the PNG chart, the JSON file
 - :mod:`.stall`     loader stall inside real training (log analysis + cached-batch bound)
 """

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import report
+from . import report, summary
 from .cases import FRAMES_PER_BATCH, ROOT, Case, sweep
 from .runcase import RESULT_TAG
 
@@ -149,7 +149,7 @@ def measure_case(case: Case, args: argparse.Namespace, data_root: Path, override
     res = run_json("loaderbench.runcase", spec)
     res.setdefault("case", case.to_dict())
     if "error" not in res:
-        s = report.summarise_case(res)
+        s = summary.summarise_case(res)
         msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
         if s.get("handover_ms") is not None:
             msg += f"  next() after a step {s['handover_ms']:.1f} ms"
@@ -190,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = []
     for case in todo:
         failed = [r for r in measured[case.name] if "error" in r]
-        res = failed[0] if failed else report.merge_rounds(measured[case.name])
+        res = failed[0] if failed else summary.merge_rounds(measured[case.name])
         if not failed:
-            res["summary"] = report.summarise_case(res)
+            res["summary"] = summary.summarise_case(res)
         cases.append(res)
     floors_raw, floors = [], []
     if not args.no_floor:
@@ -204,13 +204,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {profile}/decode-floor FAILED {res['error']}", flush=True)
                 continue
             floors_raw.append(res)
-            floors += report.summarise_floor(res)
+            floors += summary.summarise_floor(res)
     stall = None
     if args.stall:
         from .stall import run_stall
 
         stall = run_stall(data_root, iters=args.stall_iters, out=args.out)
-    rows = report.ratios(cases, floors)
+    rows = summary.ratios(cases, floors)
     load_end = os.getloadavg()
     result = {
         "meta": info,
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "floors_raw": floors_raw,
         "floors": floors,
         "ratios": rows,
-        "targets": report.TARGETS,
+        "targets": summary.TARGETS,
         "stall": stall,
     }
     js, png = report.write(result, args.out)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import report
+from . import report, summary
 from .__main__ import batches_for, run_json
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
 from .proctree import PeakMemory
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in res:
             print(f"  {case.name:20s} FAILED {res['error']}", flush=True)
         else:
-            res["summary"] = report.summarise_case(res)
+            res["summary"] = summary.summarise_case(res)
             print(f"  {case.name:20s} {res['summary']['ms_per_batch']:7.1f} ms/batch "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
         cases.append(res)
