@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from . import report, summary
-from .__main__ import batches_for, run_json
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
 from .proctree import PeakMemory
 from .runcase import RESULT_TAG, handover, measure
+from .spawn import batches_for, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
 FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls": 6}
