@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_local.cluster import why_not_startable
+from slurm_local.programs import why_not_startable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REASON = why_not_startable()

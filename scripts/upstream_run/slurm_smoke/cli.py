@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurm_local.cluster import SlurmUnavailable
+from slurm_local.programs import SlurmUnavailable
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
 from ..train import CHECKOUT

@@ -41,7 +41,8 @@ def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
 def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
     block (and stopped after it, also on failure)."""
-    from slurm_local.cluster import LocalSlurm, missing_programs
+    from slurm_local.cluster import LocalSlurm
+    from slurm_local.programs import missing_programs
 
     if slurm_answers(dict(os.environ), partition):
         say(f"using the running SLURM (partition {partition})")
@@ -50,7 +51,7 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     if partition != "cpu":
         raise SmokeError(f"no SLURM answers for partition {partition}; a local one only has partition cpu")
     if missing_programs() and install:
-        from slurm_local.cluster import install_with_apt
+        from slurm_local.programs import install_with_apt
 
         install_with_apt()
     started = time.monotonic()
