@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpukit.build import install_runner, source_archive, source_files, split
+from gpukit.build import install_runner, split
 from gpukit.node import clean_pip_env
 from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
+from gpukit.sources import source_archive, source_files
 from gpukit.steps import CheckError
 
 REPO = Path(__file__).resolve().parents[2]
