@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -107,4 +108,39 @@ def test_the_kits_gpu_check_py_runs_from_the_kit_folder_alone(tmp_path: Path) ->
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[1/6] the node's python and torch" in proc.stdout
     assert f"the kit holds wheels for cp00, this python is {tag}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_kits_gpu_check_py_reassembles_and_unpacks_before_the_venv(tmp_path: Path) -> None:
+    """From a built kit (launcher, runner modules, parts of a lock and a source archive) the runner
+    passes the probe, rebuilds both files from their parts, unpacks the sources and starts the venv
+    step, whose check refuses the venv (its empty lock installs no numpy or DALI), by name."""
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    src = tmp_path / "src"
+    (src / "scripts").mkdir(parents=True)
+    (src / "scripts" / "hello.py").write_text("print('hello')\n")
+    archive = tmp_path / "sources.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / "scripts" / "hello.py", arcname="scripts/hello.py")
+    (tmp_path / "lock.txt").write_text("")
+    kit = tmp_path / "kit"
+    (kit / "parts").mkdir(parents=True)
+    entries = [split(tmp_path / name, kit / "parts", 64) for name in ("lock.txt", "sources.tar.gz")]
+    manifest = {"format": FORMAT, "dali_cuda": 12, "parts_dir": "parts", "locks": {tag: "lock.txt"}}
+    (kit / MANIFEST).write_text(json.dumps({**manifest, "source": "sources.tar.gz", "files": entries}))
+    launcher = install_runner(kit)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    work = tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, launcher, "--work", work], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[2/6] verify and reassemble" in proc.stdout and "2 files, 0 MiB verified" in proc.stdout
+    assert (work / "src" / "scripts" / "hello.py").read_text() == "print('hello')\n"
+    assert "[3/6] venv from the kit's wheels" in proc.stdout
+    # numpy from this python's site folder (the "node's torch", where the hermetic env has it too),
+    # or none at all: either way the venv step names what it refused
+    refused = ("venv: numpy comes from", "import check in the venv failed")
+    assert "gpu_check FAILED" in proc.stderr and any(r in proc.stderr for r in refused), proc.stderr
     assert "Traceback" not in proc.stderr
