@@ -12,9 +12,12 @@ num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; ran
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 import torch
+
+from .sampler_base import SamplerBase
 
 
 def epoch_indices(
@@ -43,40 +46,22 @@ def epoch_indices(
     return indices[num_samples * rank : num_samples * (rank + 1)]
 
 
-class GroupEpochSampler:
+class GroupEpochSampler(SamplerBase):
     """Frame indices per iteration for this rank (same interface as
-    :class:`~dali_streampetr.sequences.StreamSampler`). ``mode='replicate'``: every rank samples the
+    :class:`~dali_streampetr.stream_sampler.StreamSampler`). ``mode='replicate'``: every rank samples the
     whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
 
-    def __init__(
-        self,
-        flags: np.ndarray,
-        batch_size: int,
-        *,
-        rank: int = 0,
-        world_size: int = 1,
-        seed: int = 0,
-        mode: str = "shard",
-    ) -> None:
-        if mode not in ("shard", "replicate"):
-            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside world size {world_size}")
-        self.flags = np.asarray(flags, dtype=np.int64)
-        self.batch_size, self.rank, self.world_size, self.mode, self.seed = (
-            batch_size,
-            rank,
-            world_size,
-            mode,
-            seed,
-        )
-        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
-        sizes = np.bincount(self.flags)
-        self.groups_num = len(sizes)
-        self.num_samples = sum(math.ceil(s / batch_size / self.replicas) * batch_size for s in sizes)
-        self.batches_per_epoch = self.num_samples // batch_size
-        self.epoch = 0
-        self._cached: tuple[int, list[int]] | None = None
+    _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)
+
+    @cached_property
+    def num_samples(self) -> int:
+        """This rank's frames per epoch (upstream's ``num_samples``: every group padded)."""
+        per_rank = (math.ceil(s / self.batch_size / self.replicas) for s in self.group_sizes)
+        return sum(n * self.batch_size for n in per_rank)
+
+    @cached_property
+    def batches_per_epoch(self) -> int:
+        return self.num_samples // self.batch_size
 
     def indices(self, epoch: int) -> list[int]:
         """This rank's frames of ``epoch`` (upstream's sampler after ``set_epoch(epoch)``)."""
@@ -99,7 +84,3 @@ class GroupEpochSampler:
     def __len__(self) -> int:
         """Batches per epoch (the DataLoader's length over this sampler)."""
         return self.batches_per_epoch
-
-    def set_epoch(self, epoch: int) -> None:
-        """Stored only: the epoch is ``iteration // len(self)`` (the runner's calls agree with it)."""
-        self.epoch = epoch

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from mmcv.runner import CheckpointHook, Hook, get_dist_info
 from mmcv.utils import get_logger
 
-from .config import loader_config_from
+from .config_reader import loader_config_from
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .placement import local_device_id
 from .resume import META_KEY, LoaderStateMismatch, fitting_state, stream_state

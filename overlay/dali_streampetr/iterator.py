@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from .bad_images import BadImageLedger, UndecodableImageError, undecodable, worker_error
-from .config import LoaderConfig, loader_config_from
+from .config import LoaderConfig
+from .config_reader import loader_config_from
 from .frame_sets import labelled_frames, scene_ids
 from .infos import Frame, load_frames
 from .pipeline import GEOMETRY, INFO, ImageSource, build_pipeline

@@ -18,8 +18,9 @@ import numpy as np
 
 from .augment import AugDraw
 from .config import LoaderConfig
+from .frame_targets import frame_targets
 from .lifeline import forking_workers, watch_owner
-from .plan import BatchPlanner, frame_targets
+from .plan import BatchPlanner
 from .targets import GEOMETRY_WIDTH, annotation_records, geometry_rows
 
 # The external source's per-image parameter row (float64 holds every int32 and float32 value

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .config import GRST_KEYS, IDA_KEYS, LoaderConfig
 from .training_mode import COLLECT_KEYS, refuse
 
 STEPS = (
@@ -78,7 +79,7 @@ ABSENT_DEFAULTS = {
     ("LoadAnnotations3D", "with_label"): False,
     ("LoadAnnotations3D", "with_bbox_depth"): False,
 }
-# Parameters the loader reads: their name in ``expected`` (built by the caller from LoaderConfig).
+# Parameters the loader reads: each equal to its value in :func:`expected_values`.
 READ: dict[str, tuple[str, ...]] = {
     "ObjectRangeFilter": ("point_cloud_range",),
     "ObjectNameFilter": ("classes",),
@@ -107,9 +108,29 @@ def _same(a: Any, b: Any) -> bool:
     return _plain(a) == _plain(b)
 
 
-def check_pipeline(pipeline: Any, expected: Mapping[str, Any]) -> None:
-    """Refuse any step or parameter of ``pipeline`` (``data.train.pipeline``) the loader does not
-    reproduce. ``expected`` maps every name of :data:`READ` to the value the loader uses."""
+def expected_values(cfg: LoaderConfig) -> dict[str, Any]:
+    """The value the loader uses for every pipeline parameter it reads (every name of :data:`READ`)."""
+    aug = cfg.aug
+    return {
+        "point_cloud_range": cfg.point_cloud_range,
+        "classes": cfg.class_names,
+        "class_names": cfg.class_names,
+        "data_aug_conf": {k: getattr(aug, k) for k in IDA_KEYS},
+        **{k: getattr(aug, k) for k in GRST_KEYS},
+        "mean": cfg.mean,
+        "std": cfg.std,
+        "to_rgb": cfg.to_rgb,
+        "size_divisor": cfg.size_divisor,
+        "collect_keys": (*COLLECT_KEYS, "prev_exists"),
+        "keys": COLLECT3D_KEYS,
+        "meta_keys": META_KEYS,
+    }
+
+
+def check_pipeline(pipeline: Any, cfg: LoaderConfig) -> None:
+    """Refuse any step or parameter of ``pipeline`` (``data.train.pipeline``) the loader, set up by
+    ``cfg``, does not reproduce."""
+    expected = expected_values(cfg)
     steps = list(pipeline)
     types = [step.get("type") if isinstance(step, Mapping) else None for step in steps]
     for i, (kind, want) in enumerate(zip(types, STEPS, strict=False)):
@@ -137,7 +158,7 @@ def check_pipeline(pipeline: Any, expected: Mapping[str, Any]) -> None:
                 raise refuse(f"data.train.pipeline[{i}] {kind}.{param}", value, repr(want))
         for param in read:
             if param not in step and kind == "GlobalRotScaleTransImage":
-                continue  # the loader takes upstream's defaults for absent ones (config.py)
+                continue  # the loader takes upstream's defaults for absent ones (config_reader.py)
             value = step.get(param)
             same = (
                 sorted(value or ()) == sorted(expected[param]) and len(set(value)) == len(value)

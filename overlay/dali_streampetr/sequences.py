@@ -1,20 +1,11 @@
-"""Sequence groups, ``prev_exists`` and the per-slot streaming sampler.
-
-The sampler reproduces ``InfiniteGroupEachSampleInBatchSampler``: one infinite stream of
-``torch.randperm(groups_num)`` permutations from a generator seeded once with the shared seed;
-global batch slot ``g`` takes the stream elements ``g, g + G, g + 2G, ...`` (``G`` = batch size x
-replicas) and walks each group's frames in order. Here the position of every slot is a pure function
-of the iteration number, so any batch can be planned directly and resuming only needs that number.
-"""
+"""Sequence groups of the frames (upstream's ``_set_sequence_group_flag``) and ``prev_exists``."""
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
 
 def group_flags(has_sweeps: Sequence[bool], seq_split_num: int | str) -> np.ndarray:
@@ -43,103 +34,3 @@ def prev_exists(flags: np.ndarray) -> np.ndarray:
     out = np.zeros(len(flags), dtype=bool)
     out[1:] = flags[1:] == flags[:-1]
     return out
-
-
-class _GroupStream:
-    """The shared infinite group-order stream (concatenated seeded ``torch.randperm``)."""
-
-    def __init__(self, groups_num: int, seed: int) -> None:
-        self._n = groups_num
-        self._gen = torch.Generator()
-        self._gen.manual_seed(seed)
-        self._perms: list[list[int]] = []
-
-    def __getitem__(self, i: int) -> int:
-        while len(self._perms) <= i // self._n:
-            self._perms.append(torch.randperm(self._n, generator=self._gen).tolist())
-        return self._perms[i // self._n][i % self._n]
-
-
-class _Slot:
-    """One global batch slot: its groups are stream elements ``g, g + G, ...``, walked frame by frame."""
-
-    def __init__(self, stream: _GroupStream, global_slot: int, stride: int, groups: list[list[int]]) -> None:
-        self._stream, self._first, self._stride, self._groups = stream, global_slot, stride, groups
-        self._starts = [0]  # iteration at which the slot's k-th group starts
-        self._group_ids: list[int] = []
-
-    def frame_at(self, iteration: int) -> int:
-        while self._starts[-1] <= iteration:
-            gid = self._stream[self._first + len(self._group_ids) * self._stride]
-            self._group_ids.append(gid)
-            self._starts.append(self._starts[-1] + len(self._groups[gid]))
-        k = bisect.bisect_right(self._starts, iteration) - 1
-        return self._groups[self._group_ids[k]][iteration - self._starts[k]]
-
-
-class StreamSampler:
-    """Frame indices per iteration for this rank's ``batch_size`` slots.
-
-    ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
-    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica; with
-    ``offset_per_rank`` the stream seed becomes ``seed + rank`` so ranks see different orders.
-
-    Users never name ``mode``: the config key ``replicate_dataset_per_gpu`` (and the runner flag of
-    the same name) selects it in :class:`~dali_streampetr.iterator.DaliStreamLoader`. The sampler keeps
-    its own word for the two splits because ranks need not be GPUs (gloo on CPU) and because
-    ``mode`` is part of the loader's saved ``state_dict``, which resumed runs compare.
-    """
-
-    def __init__(
-        self,
-        flags: np.ndarray,
-        batch_size: int,
-        *,
-        rank: int = 0,
-        world_size: int = 1,
-        seed: int = 0,
-        mode: str = "shard",
-        offset_per_rank: bool = False,
-    ) -> None:
-        if mode not in ("shard", "replicate"):
-            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside world size {world_size}")
-        self.flags = np.asarray(flags, dtype=np.int64)
-        self.batch_size, self.rank, self.world_size, self.mode = batch_size, rank, world_size, mode
-        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
-        self.seed = seed + rank if (mode == "replicate" and offset_per_rank) else seed
-        sizes = np.bincount(self.flags)
-        self.groups_num = len(sizes)
-        global_batch = batch_size * self.replicas
-        if self.groups_num < global_batch:
-            remedy = "a smaller batch or a larger seq_split_num"
-            if mode == "shard":
-                remedy = f"fewer GPUs, {remedy}, or replicate_dataset_per_gpu=True"
-            raise ValueError(
-                f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
-                f"(samples_per_gpu={batch_size} x {self.replicas} replicas); upstream's "
-                "InfiniteGroupEachSampleInBatchSampler asserts groups_num >= samples_per_gpu * num_replicas. "
-                f"Use {remedy}."
-            )
-        groups = [np.flatnonzero(self.flags == g).tolist() for g in range(self.groups_num)]
-        stream = _GroupStream(self.groups_num, self.seed)
-        self._slots = [
-            _Slot(stream, self.sampler_rank * batch_size + j, global_batch, groups) for j in range(batch_size)
-        ]
-        self._prev = prev_exists(self.flags)
-        self.epoch = 0
-
-    def batch(self, iteration: int) -> list[int]:
-        """Dataset indices of this rank's batch number ``iteration`` (0-based)."""
-        return [slot.frame_at(iteration) for slot in self._slots]
-
-    def prev_exists(self, index: int) -> bool:
-        return bool(self._prev[index])
-
-    def __len__(self) -> int:
-        return len(self.flags)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Stored only, like upstream (the stream is infinite and never reshuffled per epoch)."""
-        self.epoch = epoch

@@ -96,10 +96,14 @@ def build_within(build: Callable[[], Any], timeout_s: float, iteration: int) -> 
             if finished:
                 return
             for proc in multiprocessing.active_children():
-                if proc not in before:
+                if proc not in before and proc.pid not in killed:
                     killed.append(proc.pid)
                     proc.kill()
-            killed.append(-1)  # expired, even when no worker had started
+            if -1 not in killed:
+                killed.append(-1)  # expired, even when no worker had started
+        again = threading.Timer(0.2, expire)  # a worker forked after the deadline (a loaded host) too
+        again.daemon = True
+        again.start()
 
     timer = threading.Timer(timeout_s, expire)
     timer.daemon = True

@@ -125,7 +125,7 @@ def run_config(
     sequence order (world sizes 1, 2, 4; with and without ``replicate_dataset_per_gpu``) and ``draws``
     draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
-    from dali_streampetr.config import loader_config_from
+    from dali_streampetr.config_reader import loader_config_from
     from dali_streampetr.training_mode import UnsupportedConfigError
 
     t0 = time.perf_counter()

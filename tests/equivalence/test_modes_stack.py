@@ -62,7 +62,7 @@ def partly_unlabelled(synthetic_dataset: Path, tmp_path_factory) -> Path:
 
 
 def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_dataset) -> None:
-    from dali_streampetr.config import loader_config_from
+    from dali_streampetr.config_reader import loader_config_from
     from dali_streampetr.training_mode import UnsupportedConfigError
     from equivalence.harness import upstream_training_configs
     from equivalence.original import CHECKOUT, load_config
@@ -79,7 +79,7 @@ def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_d
 
 
 def _compare(cfg: Any, root: Path, batches: int, seed: int) -> dict[str, Any]:
-    from dali_streampetr.config import loader_config_from
+    from dali_streampetr.config_reader import loader_config_from
     from equivalence.harness import compare_batches
 
     return compare_batches(cfg, loader_config_from(cfg), root, batches=batches, seed=seed, log=print)

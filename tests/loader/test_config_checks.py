@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.config import loader_config_from
+from dali_streampetr.config_reader import loader_config_from
 from dali_streampetr.iterator import build_loader
 from dali_streampetr.validate import ConfigValueError
 

@@ -106,3 +106,43 @@ def test_a_frozen_pipe_run_raises_naming_the_stage_and_the_process_exits_cleanly
     assert "batch_timeout_s=1 s (stage: pipe.run(): reading, decoding and resizing" in proc.stdout
     assert proc.stdout.rstrip().endswith("main returns")
     assert time.monotonic() - start < 60
+
+
+# A worker forked only after start_timeout_s has passed (a loaded host), which then hangs at start:
+# the deadline's kill had found no worker yet, so DALI waited for this one forever.
+LATE_WORKER = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from conftest import tiny_config
+    from dali_streampetr.iterator import build_loader
+    from dali_streampetr.watchdog import PipelineStartError
+
+    late = False
+    os.register_at_fork(before=lambda: late and time.sleep(2.5),
+                        after_in_child=lambda: late and os.kill(os.getpid(), signal.SIGSTOP))
+    with build_loader(tiny_config(py_num_workers=1, start_timeout_s=1.0), sys.argv[1], seed=3) as loader:
+        late = True
+        try:
+            next(loader)
+        except PipelineStartError as exc:
+            print(exc, flush=True)
+        late = False
+        print(sorted(next(loader))[0], flush=True)
+    """
+)
+
+
+def test_a_worker_forked_after_the_deadline_is_killed_too(tiny_root):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LOADER_DIR), str(REPO_ROOT / "overlay")])}
+    script = [sys.executable, "-c", LATE_WORKER, str(tiny_root)]
+    proc = subprocess.Popen(script, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the stopped worker too
+        out, err = proc.communicate()
+        pytest.fail(f"next() never raised: the late worker was not killed\n{err[-3000:]}")
+    assert proc.returncode == 0, err[-3000:]
+    assert "start_timeout_s=1 s (stage: pipeline build and python worker start-up" in out
+    assert out.rstrip().endswith("centers2d")  # the next next() built again and served a batch

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.config import loader_config_from
+from dali_streampetr.config_reader import loader_config_from
+from dali_streampetr.frame_targets import frame_targets
 from dali_streampetr.iterator import COLLECT_KEYS, LIST_KEYS, DaliStreamLoader, build_loader
-from dali_streampetr.plan import frame_targets
 from dali_streampetr.targets import (
     GEOMETRY_WIDTH,
     annotation_records,

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.sequences import StreamSampler, group_flags, prev_exists
+from dali_streampetr.sequences import group_flags, prev_exists
+from dali_streampetr.stream_sampler import StreamSampler
 
 
 def upstream_flags(has_sweeps: list[bool], split: int) -> np.ndarray:

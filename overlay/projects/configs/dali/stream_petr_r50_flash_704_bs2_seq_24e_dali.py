@@ -4,7 +4,8 @@
 _base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py", "../slurm/checkpoint_on_signal.py"]
 
 use_dali_pipeline = True
-# Every knob; all but device and num_threads are the defaults (dali_streampetr.config.LoaderConfig).
+# Every knob; all but device and num_threads are the defaults (docs/loader.md; checked by
+# tests/test_docs_settings_table.py).
 data_loading_config = dict(
     device="gpu",  # decode with nvJPEG ("mixed") and resize/normalise on the GPU of this rank
     num_threads=4,  # DALI CPU threads per rank (default 2)
@@ -16,6 +17,7 @@ data_loading_config = dict(
     on_bad_image="raise",  # or "skip": an unreadable/undecodable image is served black, logged
     max_bad_images=10,  # with skip: more distinct bad files than this stop the run
     batch_timeout_s=30.0,  # next() raises when no batch comes within this (a dead worker: at once)
+    start_timeout_s=300.0,  # the pipeline build (forking, starting the python workers) raises after this
     trusted_pickle=False,  # True: plain pickle.load of the info file (a pickle can run code)
     log_slots=False,  # True: <work_dir>/slots_rank<r>.jsonl, the (scene, frame) of every batch slot
 )
