@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from conftest import tiny_config
 from dali_streampetr.iterator import build_loader
-from dali_streampetr.resume import LoaderStateMismatch, fitting_state, stream_state
+from dali_streampetr.resume import LoaderStateMismatch, fitting_state
 
 CKPT = "work/iter_4.pth"
 
 
 @pytest.fixture(scope="module")
 def states(tiny_root):
-    """stream_state of ranks 0 and 1 of a 2-process shard run after 3 batches, and of rank 0 alone."""
+    """The states of ranks 0 and 1 of a 2-process shard run after 3 batches, and of rank 0 alone."""
     out = {}
     for key, (rank, world, dlc) in {
         "r0": (0, 2, {}),
@@ -22,7 +22,7 @@ def states(tiny_root):
     }.items():
         with build_loader(tiny_config(**dlc), tiny_root, rank=rank, world_size=world, seed=3) as loader:
             loader.iteration = 3  # the position a checkpoint after 3 iterations records
-            out[key] = stream_state(loader)
+            out[key] = loader.state_dict()
     return out
 
 
@@ -65,4 +65,4 @@ def test_other_data_seed_or_batch_are_refused(states, field: str, value, hint: s
 def test_the_data_fingerprint_follows_the_info_file(states, tiny_root) -> None:
     with build_loader(tiny_config(), tiny_root, rank=0, world_size=2, seed=3) as loader:
         loader.frames = loader.frames[:-1]  # another info file: one frame less
-        assert stream_state(loader)["data"] != states["r0"]["data"]
+        assert loader.state_dict()["data"] != states["r0"]["data"]
