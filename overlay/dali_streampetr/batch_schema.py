@@ -88,7 +88,8 @@ def _leaves(
         return [(where, value)]
     if not isinstance(value, list) or len(value) != sizes[nesting[0]]:
         got = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
-        out.append(f"at {list(where)}: {got}, expected a list of {nesting[0]}={sizes[nesting[0]]}")
+        at = f" at {list(where)}" if where else ""
+        out.append(f"{at}: {got}, expected a list of {nesting[0]}={sizes[nesting[0]]}")
         return []
     return [leaf for i, v in enumerate(value) for leaf in _leaves(v, nesting[1:], sizes, (*where, i), out)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import tiny_config
 from dali_streampetr.iterator import build_loader
-from dali_streampetr.resume import LoaderStateMismatch, fitting_state
+from dali_streampetr.resume import CHECKED, FIELD, FIELDS, LoaderStateMismatch, check_state, fitting_state
 
 CKPT = "work/iter_4.pth"
 
@@ -66,3 +66,30 @@ def test_the_data_fingerprint_follows_the_info_file(states, tiny_root) -> None:
     with build_loader(tiny_config(), tiny_root, rank=0, world_size=2, seed=3) as loader:
         loader.frames = loader.frames[:-1]  # another info file: one frame less
         assert loader.state_dict()["data"] != states["r0"]["data"]
+
+
+def test_the_state_holds_every_field_of_the_schema(states) -> None:
+    assert list(states["r0"]) == [f.name for f in FIELDS]
+
+
+@pytest.mark.parametrize("field", [f.name for f in CHECKED])
+def test_every_checked_field_is_compared_and_its_fix_printed(states, field: str) -> None:
+    theirs = {**states["r0"], field: "other"}
+    with pytest.raises(LoaderStateMismatch, match=f"{field} is 'other' in the state") as err:
+        check_state(theirs, states["r0"])
+    assert FIELD[field].fix.split("{")[0] in str(err.value)
+
+
+def test_a_state_before_a_field_existed_counts_as_that_fields_old_value(states) -> None:
+    old = {k: v for k, v in states["solo"].items() if k not in ("training_mode", "batches_per_epoch")}
+    check_state(old, states["solo"])  # a streaming state without the fields added with the modes
+
+
+def test_load_state_dict_refuses_another_stream_with_the_same_check(tiny_root) -> None:
+    with build_loader(tiny_config(), tiny_root, seed=3) as loader:
+        state = loader.state_dict()
+        with pytest.raises(LoaderStateMismatch, match="seed is 7 in the state, 3 here. pass --seed 7"):
+            loader.load_state_dict({**state, "seed": 7, "iteration": 5})
+        assert loader.iteration == 0
+        loader.load_state_dict({**state, "iteration": 5, "epoch": 99})  # the epoch is a record only
+        assert loader.iteration == 5
