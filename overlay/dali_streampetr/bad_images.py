@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnosis import UndecodableImageError
+from .image_files import BadImageError
 from .infos import Frame
-from .pipeline import BadImageError
 
 ANNOTATIONS_2D = ("gt_bboxes", "gt_labels", "centers2d", "depths")
 

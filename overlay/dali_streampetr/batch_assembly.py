@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from .config import LoaderConfig
+from .image_params import GEOMETRY, INFO
 from .infos import Frame
-from .pipeline import GEOMETRY, INFO
 from .targets import read_record, split_geometry
 from .training_mode import COLLECT_KEYS
 

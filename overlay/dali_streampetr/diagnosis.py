@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from .faults import LoaderFaultError
+from .image_files import BadImageError, ImageSizeError
 from .infos import Frame
-from .pipeline import BadImageError, ImageSizeError
-from .watchdog import LoaderFaultError
 
 # Our errors raised inside a DALI python worker reach the main process as text.
 _WORKER_ERROR = re.compile(r"(BadImageError|ImageSizeError): (.+)")

@@ -17,13 +17,16 @@ from .batch_assembly import BatchAssembler
 from .config import LoaderConfig, loader_config_from
 from .diagnosis import diagnose
 from .frame_sets import labelled_frames, scene_ids
+from .image_source import ImageSource
 from .infos import Frame, load_frames
-from .pipeline import ImageSource, build_pipeline
+from .pipeline import build_pipeline
+from .pipeline_start import build_within
 from .plan import BatchPlanner
 from .resume import check_state, loader_state
 from .sequences import group_flags
 from .validate import require_cuda
-from .watchdog import AssemblyError, PipelineWatchdog, build_within, worker_processes
+from .watchdog import AssemblyError, PipelineWatchdog
+from .workers import worker_processes
 
 Collate = Callable[[dict[str, Any]], Any]
 

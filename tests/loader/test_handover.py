@@ -262,7 +262,7 @@ def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch,
     """``prefetch_queue_depth - 1`` batches (at least 1) are prepared ahead of the one handed over:
     the run-ahead holds one, DALI's queue the rest (the source runs in process here, so every
     iteration DALI schedules calls it)."""
-    from dali_streampetr.pipeline import ImageSource
+    from dali_streampetr.image_source import ImageSource
 
     planned: list[int] = []
     call = ImageSource.__call__
