@@ -5,26 +5,24 @@ ahead, rebuilds after a failure and closes (batches: :mod:`.batch_assembly`; fau
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from .bad_images import BadImagePolicy
 from .batch_assembly import BatchAssembler
 from .config import LoaderConfig, loader_config_from
 from .diagnosis import diagnose
-from .frame_sets import labelled_frames, scene_ids
 from .image_source import ImageSource
 from .infos import Frame, load_frames
 from .pipeline import build_pipeline
 from .pipeline_start import build_within
+from .placement import pipeline_device
 from .plan import BatchPlanner
 from .resume import check_state, loader_state
-from .sequences import group_flags
-from .validate import require_cuda
+from .sampler_args import sampler_args
 from .watchdog import AssemblyError, PipelineWatchdog
 from .workers import worker_processes
 
@@ -75,10 +73,7 @@ class DaliStreamLoader:
         self._pipe = None
         self._watchdog: PipelineWatchdog | None = None
         self.cfg, self.rank, self.world_size, self.seed = cfg, rank, world_size, seed
-        require_cuda(cfg.device)
-        if cfg.device == "gpu" and device_id is None:
-            device_id = torch.cuda.current_device()
-        self.device_id = device_id
+        self.device_id = pipeline_device(cfg.device, device_id)
         ann = Path(ann_file) if ann_file else Path(data_root) / Path(cfg.ann_file).name
         self.frames: list[Frame] = load_frames(
             ann, data_root, cfg.class_names, trusted_pickle=cfg.trusted_pickle
@@ -227,33 +222,6 @@ class DaliStreamLoader:
         iterations = range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1)
         planned = (p.index for i in iterations for p in self.planner.plan(i))
         return diagnose(exc, self.frames, planned, self.iteration)
-
-
-def sampler_args(
-    cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
-) -> dict[str, Any]:
-    """What the planner is rebuilt from (in the external source's worker too): the sampler's kind and
-    arguments; outside streaming also the per-frame label and scene facts the queues need."""
-    split = "replicate" if cfg.replicate_dataset_per_gpu else "shard"
-    common = {
-        "batch_size": cfg.samples_per_gpu,
-        "rank": rank,
-        "world_size": world_size,
-        "seed": seed,
-        "mode": split,
-    }
-    if not cfg.mode.epoch_based:
-        flags = group_flags([frames[i].has_sweeps for i in range(len(frames))], cfg.seq_split_num)
-        return {"kind": "stream", "flags": flags, **common, "offset_per_rank": cfg.offset_order_per_rank}
-    labelled = labelled_frames(frames, cfg.point_cloud_range, len(cfg.class_names))
-    if cfg.mode.filter_empty_gt and not labelled.any():
-        raise ValueError(
-            "data.train.filter_empty_gt=True but no frame of the info file has a label left after the "
-            "range and class filters: upstream's __getitem__ would draw replacements forever; set "
-            "filter_empty_gt=False"
-        )
-    flags = np.zeros(len(frames), dtype=np.int64)  # Custom3DDataset's flag outside seq_mode: all zero
-    return {"kind": "epoch", "flags": flags, **common, "labelled": labelled, "scenes": scene_ids(frames)}
 
 
 def build_loader(
