@@ -104,7 +104,7 @@ class DaliStreamLoader:
         epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch)."""
         return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
-    def __next__(self) -> dict[str, Any]:
+    def __next__(self) -> Any:
         if (
             self.cfg.mode.epoch_based
             and self.iteration % len(self) == 0
