@@ -1,64 +1,23 @@
-"""Bad camera images: finding the file behind a decoder failure, and what ``on_bad_image='skip'``
-does to a batch (2D annotations of a blackened camera dropped, a running count, a threshold)."""
+"""What ``on_bad_image`` does: with ``skip`` an undecodable file is served black on a rebuild at the
+failed iteration, and a blackened camera loses its 2D annotations, is counted, logged, and past
+``max_bad_images`` distinct files stops the run; with ``raise`` the error stands."""
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnosis import UndecodableImageError
+from .image_files import BadImageError
 from .infos import Frame
-from .pipeline import BadImageError
 
 ANNOTATIONS_2D = ("gt_bboxes", "gt_labels", "centers2d", "depths")
-# Our errors raised inside a DALI python worker reach the main process as text.
-_WORKER_ERROR = re.compile(r"(BadImageError|ImageSizeError): (.+)")
-
-
-class UndecodableImageError(BadImageError):
-    """The decoder failed on these files (``paths``), which PIL cannot decode either."""
-
-    def __init__(self, message: str, paths: Sequence[str]) -> None:
-        super().__init__(message)
-        self.paths = tuple(paths)
 
 
 class TooManyBadImagesError(BadImageError):
     """``on_bad_image='skip'`` met more distinct bad files than ``max_bad_images``."""
-
-
-def worker_error(exc: BaseException) -> BadImageError | None:
-    """Our own image error, raised in the image source (possibly in a worker process), or None."""
-    if isinstance(exc, BadImageError):
-        return exc
-    from .pipeline import ImageSizeError
-
-    found = _WORKER_ERROR.findall(str(exc))
-    if not found:
-        return None
-    name, message = found[-1]
-    return (ImageSizeError if name == "ImageSizeError" else BadImageError)(message.strip())
-
-
-def undecodable(frames: Sequence[Frame], indices: Iterable[int]) -> list[tuple[Frame, str, str, str]]:
-    """(frame, camera, path, reason) of every image of these frames that PIL cannot decode."""
-    from PIL import Image
-
-    found, seen = [], set()
-    for index in indices:
-        frame = frames[index]
-        for cam, path in zip(frame.cam_names, frame.img_paths, strict=True):
-            if path in seen:
-                continue
-            seen.add(path)
-            try:
-                with Image.open(path) as im:
-                    im.load()
-            except Exception as err:  # noqa: BLE001 - any failure names the file
-                found.append((frame, cam, path, f"{type(err).__name__}: {err}"))
-    return found
 
 
 def drop_camera_annotations(batch: dict[str, Any], b: int, t: int, cam: int) -> None:
@@ -71,18 +30,32 @@ def drop_camera_annotations(batch: dict[str, Any], b: int, t: int, cam: int) -> 
 
 
 @dataclass
-class BadImageLedger:
-    """What ``skip`` has replaced so far: ``images`` (occurrences in batches), ``files`` (distinct)."""
+class BadImagePolicy:
+    """``on_bad_image`` and what it has done so far: ``replaced`` (undecodable files served black),
+    ``images`` (black cameras in batches), ``files`` (distinct bad files)."""
 
+    on_bad_image: str
     max_files: int
+    replaced: set[str] = field(default_factory=set)
     images: int = 0
     files: set[str] = field(default_factory=set)
+
+    def retry(self, error: Exception) -> bool:
+        """Whether to rebuild the pipeline at the failed iteration with ``error``'s files served black:
+        ``skip``, and the decoder failed on a file not replaced yet (once replaced, a failure of the
+        same files stands: there is nothing left to replace)."""
+        if self.on_bad_image != "skip" or not isinstance(error, UndecodableImageError):
+            return False
+        if not set(error.paths) - self.replaced:
+            return False
+        self.replaced.update(error.paths)
+        return True
 
     def record(self, batch: dict[str, Any], frames: Sequence[Frame], logger: logging.Logger) -> None:
         """Drop the 2D annotations of every blackened camera of ``batch``, count, log and enforce
         ``max_bad_images``. Raises :class:`TooManyBadImagesError` past the threshold."""
         for b, sample in enumerate(batch["dali"]):
-            for t, record in enumerate(sample.get("frames", [sample])):
+            for t, record in enumerate(sample["frames"]):
                 self._record_frame(batch, b, t, record, frames, logger)
         if len(self.files) > self.max_files:
             raise TooManyBadImagesError(

@@ -11,7 +11,9 @@ from mmcv.parallel import DataContainer
 from mmdet.utils import get_root_logger
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
-from .iterator import COLLECT_KEYS, STACKED_KEYS, DaliStreamLoader, build_loader
+from .batch_schema import STACKED_KEYS
+from .iterator import Collate, DaliStreamLoader, build_loader
+from .training_mode import COLLECT_KEYS
 
 # Collect3D puts img_metas first, then its ``keys`` (train pipeline + collect_keys) in order.
 ANNOTATION_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "img", "gt_bboxes", "gt_labels", "centers2d", "depths")
@@ -50,13 +52,12 @@ def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
 
 
 class MMDetDaliLoader:
-    """What ``IterBasedRunner`` needs from a data loader: iter/next, ``len``, ``sampler.set_epoch``."""
+    """What ``IterBasedRunner`` needs from a data loader: iter/next, ``len``, ``sampler.set_epoch``,
+    around a loader that collates with :func:`to_collated` (:func:`build_mmdet_loader`)."""
 
     def __init__(self, loader: DaliStreamLoader) -> None:
         self.loader = loader
         self.sampler = loader.sampler
-        loader.logger = get_root_logger()  # skipped bad images are reported in the runner's log
-        loader.collate = to_collated
 
     def __iter__(self) -> MMDetDaliLoader:
         iter(self.loader)  # an epoch-based loader starts counting its epoch's batches here
@@ -78,6 +79,11 @@ class MMDetDaliLoader:
         self.loader.close()
 
 
-def build_mmdet_loader(config: Any, data_root: str | Path, **kwargs: Any) -> MMDetDaliLoader:
-    """The DataLoader drop-in from the training config (arguments: :func:`.iterator.build_loader`)."""
-    return MMDetDaliLoader(build_loader(config, data_root, **kwargs))
+def build_mmdet_loader(
+    config: Any, data_root: str | Path, *, collate: Collate = to_collated, **kwargs: Any
+) -> MMDetDaliLoader:
+    """The DataLoader drop-in from the training config (arguments: :func:`.iterator.build_loader`;
+    ``collate`` ends in :func:`to_collated`). Skipped bad images are reported in the runner's log."""
+    return MMDetDaliLoader(
+        build_loader(config, data_root, collate=collate, logger=get_root_logger(), **kwargs)
+    )

@@ -1,47 +1,61 @@
-"""The DALI loader's place in a checkpoint: what is stored, and whether a stored state fits this run.
+"""The loader's resume state: one schema of its fields, how each is compared, and the fix per field.
 
 The stream (frame order, queues and augmentation draws) is a pure function of (seed, rank, world
 size, mode, training mode, data, iteration) - in the epoch-based modes the epoch is the iteration
-divided by the epoch's length - so a checkpoint needs only those fields per rank; on resume each rank
-checks the stored fields against its own and continues at the runner's iteration. No mmcv here.
+divided by the epoch's length - so a state needs only those fields; a stored state is taken when
+every checked field equals this loader's, and the loader continues at the stored (or the runner's)
+iteration. The loader's ``load_state_dict``, the checkpoint hook (:mod:`.stream_state_hook`) and
+``--auto-resume``'s check (:mod:`.checkpoint_check`) all check with :func:`check_state`. No mmcv here.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from .iterator import DaliStreamLoader
-
 META_KEY = "dali_loader"  # checkpoint['meta'][META_KEY] = {"ranks": [state of rank 0, rank 1, ...]}
-
-# field -> what the user can change to make a stored state fit
-FIELD_HINTS = {
-    "version": "the checkpoint was written by another version of the loader",
-    "training_mode": "the config's training mode (seq_mode, queue_length) differs from the run that wrote it",
-    "world_size": "resume with as many processes as the run that wrote it (--gpus/--nproc_per_node {stored})",
-    "mode": "set data_loading_config.replicate_dataset_per_gpu={replicate} as in the run that wrote it",
-    "offset_order_per_rank": "set data_loading_config.offset_order_per_rank={stored} as in that run",
-    "samples_per_gpu": "set data.samples_per_gpu={stored} as in the run that wrote it",
-    "seed": "pass --seed {stored} as the run that wrote it did",
-    "seq_split_num": "set data.train.seq_split_num={stored} as in the run that wrote it",
-    "frames": "data.train.ann_file is not the info file the run was started with; point it back to that file",
-    "data": "data.train.ann_file is not the info file the run was started with; point it back to that file",
-    "groups_num": "data.train.ann_file or seq_split_num differ from the run that wrote it",
-    "stream_seed": "the per-rank stream seed differs (seed, rank or offset_order_per_rank changed)",
-    "batches_per_epoch": "the epoch length differs (data.samples_per_gpu, the world size or the info file)",
-}
-# Fields of states written before they existed: the value those runs had.
-BEFORE = {"training_mode": "streaming", "batches_per_epoch": None}
-COMPARED = tuple(FIELD_HINTS)
+STATE_VERSION = 1
+SAME_INFO_FILE = (
+    "data.train.ann_file is not the info file the run was started with; point it back to that file"
+)
 
 
 class LoaderStateMismatch(ValueError):
-    """A checkpoint's loader state does not fit this run (the message names the field and the way out)."""
+    """A stored loader state does not fit this loader (the message names the field and the way out)."""
 
 
-def data_fingerprint(loader: DaliStreamLoader) -> str:
+class Role(Enum):
+    """How a field of a stored state is used on resume."""
+
+    CHECKED = "must equal this loader's value"
+    POSITION = "taken over: where the stream continues"
+    RECORD = "written for the reader, not compared (follows from the others)"
+
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class StateField:
+    """One field of the state: ``read(loader)`` is this loader's value; ``fix`` is what the user
+    changes when a stored value differs (``{stored}``: the stored value, ``{replicate}``: whether the
+    stored run replicated the data set); ``before`` the value of states written before the field."""
+
+    name: str
+    role: Role
+    read: Callable[[Any], Any]
+    fix: str = ""
+    before: Any = _ABSENT
+
+    def stored(self, state: Mapping[str, Any]) -> Any:
+        """The field's value in a stored ``state`` (``before`` when an older state lacks it)."""
+        return state.get(self.name, None if self.before is _ABSENT else self.before)
+
+
+def data_fingerprint(loader: Any) -> str:
     """SHA-1 over the frame tokens in stream order: equal only for the same info file content."""
     digest = hashlib.sha1()
     for frame in loader.frames:
@@ -49,24 +63,77 @@ def data_fingerprint(loader: DaliStreamLoader) -> str:
     return digest.hexdigest()
 
 
-def stream_state(loader: DaliStreamLoader) -> dict[str, Any]:
-    """This rank's state for the checkpoint: the loader's own ``state_dict`` plus the settings the
-    stream depends on that it does not record (batch, order offset, sequence split, data)."""
-    return {
-        **loader.state_dict(),
-        "samples_per_gpu": loader.cfg.samples_per_gpu,
-        "offset_order_per_rank": loader.cfg.offset_order_per_rank,
-        "seq_split_num": loader.cfg.seq_split_num,
-        "data": data_fingerprint(loader),
-        "batches_per_epoch": len(loader) if loader.cfg.mode.epoch_based else None,
-    }
+def _epoch_length(loader: Any) -> int | None:
+    return len(loader) if loader.cfg.mode.epoch_based else None
+
+
+C, P, R = Role.CHECKED, Role.POSITION, Role.RECORD
+# In the order a mismatch is looked for: the first differing checked field is the one named.
+FIELDS = (
+    StateField("version", C, lambda ld: STATE_VERSION,
+               "the checkpoint was written by another version of the loader"),
+    StateField("iteration", P, lambda ld: ld.iteration),
+    StateField("training_mode", C, lambda ld: ld.cfg.mode.name,
+               "the config's training mode (seq_mode, queue_length) differs from the run that wrote it",
+               before="streaming"),
+    StateField("world_size", C, lambda ld: ld.world_size,
+               "resume with as many processes as the run that wrote it (--gpus/--nproc_per_node {stored})"),
+    StateField("rank", C, lambda ld: ld.rank, "the state is another rank's: each rank loads its own entry"),
+    StateField("mode", C, lambda ld: ld.sampler.mode,
+               "set data_loading_config.replicate_dataset_per_gpu={replicate} as in the run that wrote it"),
+    StateField("offset_order_per_rank", C, lambda ld: ld.cfg.offset_order_per_rank,
+               "set data_loading_config.offset_order_per_rank={stored} as in that run"),
+    StateField("samples_per_gpu", C, lambda ld: ld.cfg.samples_per_gpu,
+               "set data.samples_per_gpu={stored} as in the run that wrote it"),
+    StateField("seed", C, lambda ld: ld.seed, "pass --seed {stored} as the run that wrote it did"),
+    StateField("seq_split_num", C, lambda ld: ld.cfg.seq_split_num,
+               "set data.train.seq_split_num={stored} as in the run that wrote it"),
+    StateField("frames", C, lambda ld: len(ld.frames), SAME_INFO_FILE),
+    StateField("data", C, data_fingerprint, SAME_INFO_FILE),
+    StateField("groups_num", C, lambda ld: ld.sampler.groups_num,
+               "data.train.ann_file or seq_split_num differ from the run that wrote it"),
+    StateField("stream_seed", C, lambda ld: ld.sampler.seed,
+               "the per-rank stream seed differs (seed, rank or offset_order_per_rank changed)"),
+    StateField("batches_per_epoch", C, _epoch_length,
+               "the epoch length differs (data.samples_per_gpu, the world size or the info file)",
+               before=None),
+    StateField("epoch", R, lambda ld: ld.iteration // len(ld) if ld.cfg.mode.epoch_based else 0),
+)  # fmt: skip
+FIELD = {f.name: f for f in FIELDS}
+CHECKED = tuple(f for f in FIELDS if f.role is Role.CHECKED)
+
+
+def loader_state(loader: Any) -> dict[str, Any]:
+    """The loader's state: every field of :data:`FIELDS`, read from ``loader``."""
+    return {f.name: f.read(loader) for f in FIELDS}
+
+
+def check_state(
+    stored: Mapping[str, Any],
+    mine: Mapping[str, Any],
+    *,
+    origin: str = "the loader state",
+    kept_in: str = "the state",
+    way_out: str = "",
+) -> None:
+    """Raise :class:`LoaderStateMismatch` naming the first checked field whose value in ``stored``
+    differs from ``mine`` (both values and the field's fix); ``origin`` names the stored state,
+    ``kept_in`` where it was kept, ``way_out`` is appended to the message."""
+    for field in CHECKED:
+        theirs = field.stored(stored)
+        if theirs != mine[field.name]:
+            fix = field.fix.format(stored=theirs, replicate=stored.get("mode") == "replicate")
+            raise LoaderStateMismatch(
+                f"{origin} does not fit this run: {field.name} is {theirs!r} in {kept_in}, "
+                f"{mine[field.name]!r} here. {fix}." + (f" {way_out}" if way_out else "")
+            )
 
 
 def fitting_state(
     stored: Mapping[str, Any] | None, mine: Mapping[str, Any], *, iteration: int, checkpoint: str
 ) -> dict[str, Any]:
-    """The state this rank resumes with: ``mine`` at ``iteration`` (the runner's), once every field
-    of this rank's entry in ``stored`` (``checkpoint['meta'][META_KEY]``) is found equal.
+    """The state this rank resumes with: ``mine`` at ``iteration`` (the runner's), once this rank's
+    entry of ``stored`` (``checkpoint['meta'][META_KEY]``) passes :func:`check_state`.
 
     Raises :class:`LoaderStateMismatch` naming the first differing field, both values and what to do.
     """
@@ -78,15 +145,13 @@ def fitting_state(
     if len(ranks) != mine["world_size"]:
         raise LoaderStateMismatch(
             f"{checkpoint}: the DALI loader state holds {len(ranks)} rank(s), this run has world_size "
-            f"{mine['world_size']}: " + FIELD_HINTS["world_size"].format(stored=len(ranks)) + f". {way_out}"
+            f"{mine['world_size']}: " + FIELD["world_size"].fix.format(stored=len(ranks)) + f". {way_out}"
         )
-    theirs = ranks[mine["rank"]]
-    for field in COMPARED:
-        stored = theirs.get(field, BEFORE.get(field))
-        if stored != mine[field]:
-            hint = FIELD_HINTS[field].format(stored=stored, replicate=theirs.get("mode") == "replicate")
-            raise LoaderStateMismatch(
-                f"{checkpoint}: the DALI loader state of rank {mine['rank']} does not fit this run: "
-                f"{field} is {stored!r} in the checkpoint, {mine[field]!r} here. {hint}. {way_out}"
-            )
+    check_state(
+        ranks[mine["rank"]],
+        mine,
+        origin=f"{checkpoint}: the DALI loader state of rank {mine['rank']}",
+        kept_in="the checkpoint",
+        way_out=way_out,
+    )
     return {**mine, "iteration": iteration}

@@ -12,7 +12,7 @@ image, so a sample's own values sit in its cameras' slots):
 - ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
   (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
   camera, empty in the other slots. The record keeps every array's dtype and shape as
-  :func:`.plan.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
+  :func:`.frame_targets.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
   float64 labels of a frame without boxes). Protocol 4: every array comes back as its own writable
   copy (protocol 5 lets empty arrays share one buffer). It is written by this package's own worker
   process and read back by the same loader, never from a file.

@@ -154,16 +154,3 @@ def check_loader(cfg: Any) -> None:
             raise _fail(key, getattr(cfg, key), "a number of seconds > 0")
     check_int("max_bad_images", cfg.max_bad_images, 0)
     check_aug(cfg.aug)
-
-
-def require_cuda(device: str) -> None:
-    """``device='gpu'`` needs CUDA in this process."""
-    if device != "gpu":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ConfigValueError(
-            "data_loading_config.device='gpu' needs CUDA, but torch.cuda.is_available() is False in this "
-            "process (no NVIDIA driver/GPU visible): use data_loading_config.device='cpu'"
-        )

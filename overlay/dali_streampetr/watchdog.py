@@ -13,123 +13,14 @@ unblock it, and the loader builds a new pipeline.
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
-import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-
-class LoaderFaultError(RuntimeError):
-    """The DALI pipeline can no longer deliver this batch (dead worker, stall)."""
-
-
-class WorkerDiedError(LoaderFaultError):
-    """A DALI python worker process exited while the loader still needed it."""
-
-
-class PipelineStalledError(LoaderFaultError):
-    """No batch within ``data_loading_config.batch_timeout_s``."""
-
-
-class PipelineStartError(LoaderFaultError):
-    """No pipeline (its workers did not start) within ``data_loading_config.start_timeout_s``."""
-
-
-def worker_processes(pipe: Any) -> list:
-    """The ``multiprocessing.Process`` objects of the pipeline's python workers (DALI 2.4:
-    ``pipe._py_pool`` is a ``WorkerPool`` whose ``pool`` is a ``ProcPool`` with ``_processes``)."""
-    pool = getattr(getattr(pipe, "_py_pool", None), "pool", None)
-    return list(getattr(pool, "_processes", None) or [])
-
-
-def describe_exit(code: int | None) -> str:
-    """``exit code 3`` / ``killed by SIGKILL``."""
-    if code is None:
-        return "running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def dead_workers(pipe: Any) -> list[tuple[int, int]]:
-    """(pid, exit code) of every worker process that has exited."""
-    return [
-        (p.pid, p.exitcode) for p in worker_processes(pipe) if p.pid is not None and p.exitcode is not None
-    ]
-
-
-def worker_died_error(pipe: Any, iteration: int, dead: list[tuple[int, int]]) -> WorkerDiedError:
-    """The error for dead workers: who died, how, and what to try."""
-    # DALI stops the other workers when one dies: name the one that did not get SIGTERM first.
-    dead = sorted(dead, key=lambda d: d[1] == -signal.SIGTERM)
-    who = "; ".join(f"pid {pid} {describe_exit(code)}" for pid, code in dead)
-    return WorkerDiedError(
-        f"DALI python worker process died while the loader waited for iteration {iteration}: {who} "
-        f"(of {len(worker_processes(pipe))} worker(s)). A SIGKILL is usually the out-of-memory killer: "
-        "give the job more host memory, lower data_loading_config.prefetch_queue_depth, or set "
-        "data_loading_config.py_num_workers=0 (read images in the training process). The next next() "
-        f"rebuilds the pipeline at iteration {iteration}."
-    )
-
-
-def build_within(build: Callable[[], Any], timeout_s: float, iteration: int) -> Any:
-    """``build()`` (the pipeline build, which forks and starts the python workers) with a deadline.
-
-    The build stays on the calling thread (forking from a helper thread can leave a worker stuck on
-    a lock another thread held at the fork). A timer kills the worker processes started meanwhile
-    once ``timeout_s`` has passed, which makes DALI's wait for them fail; that failure is raised as
-    :class:`PipelineStartError` naming the stage and the key. The build's own errors are raised as is.
-    """
-    before = set(multiprocessing.active_children())
-    state = threading.Lock()
-    killed: list[int] = []
-    finished = False
-
-    def expire() -> None:
-        with state:
-            if finished:
-                return
-            for proc in multiprocessing.active_children():
-                if proc not in before and proc.pid not in killed:
-                    killed.append(proc.pid)
-                    proc.kill()
-            if -1 not in killed:
-                killed.append(-1)  # expired, even when no worker had started
-        again = threading.Timer(0.2, expire)  # a worker forked after the deadline (a loaded host) too
-        again.daemon = True
-        again.start()
-
-    timer = threading.Timer(timeout_s, expire)
-    timer.daemon = True
-    timer.start()
-    try:
-        pipe = build()
-    except BaseException as exc:
-        with state:
-            finished = True
-            expired = bool(killed)
-        if expired:
-            pids = [pid for pid in killed if pid != -1]
-            raise PipelineStartError(
-                f"the DALI pipeline for iteration {iteration} was not built within "
-                f"data_loading_config.start_timeout_s={timeout_s:g} s (stage: pipeline build and python "
-                f"worker start-up; worker process(es) {pids} killed). A worker that hangs while it starts "
-                "(a stopped process, a hung file system, no room in /dev/shm) or a host too loaded to start "
-                "one looks like this: check the host, raise start_timeout_s if the start is legitimately "
-                "this slow, or try data_loading_config.py_num_workers=0. The next next() builds again."
-            ) from exc
-        raise
-    with state:
-        finished = True
-    timer.cancel()
-    return pipe
-
+from .faults import LoaderFaultError, PipelineStalledError
+from .workers import dead_workers, worker_died_error, worker_processes
 
 # Delay between a hand-over and the start of the next run (see PipelineWatchdog).
 HANDOVER_GRACE_S = 0.002

@@ -29,16 +29,9 @@ STAGES = ("decode-full", "decode-roi", "+resize", "+pad", "+normalise", "naive")
 def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.ndarray], ...]]]:
     """The loader config and, per iteration, the external-source outputs + naive resize/crop params."""
     from dali_streampetr.config import LoaderConfig
+    from dali_streampetr.image_params import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
+    from dali_streampetr.image_source import ImageSource
     from dali_streampetr.iterator import DaliStreamLoader
-    from dali_streampetr.pipeline import (
-        DECODE_SHAPE,
-        DECODE_START,
-        FLIP,
-        OUT_SIZE,
-        ROI_END,
-        ROI_START,
-        ImageSource,
-    )
 
     cfg = LoaderConfig(roi_decode=True)
     loader = DaliStreamLoader(cfg, data_root)

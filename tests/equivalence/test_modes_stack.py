@@ -187,7 +187,7 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     """Without one, upstream samples with mmdet's GroupSampler from the main process's np.random:
     refused by name before anything is built; streaming configs are unaffected."""
     import torch.distributed as dist
-    from dali_streampetr.integration import require_distributed_for
+    from dali_streampetr.distributed import require_distributed_for
     from dali_streampetr.training_mode import UnsupportedConfigError
     from equivalence.original import load_config
 

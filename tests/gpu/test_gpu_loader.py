@@ -63,7 +63,7 @@ def grey_level_diff(a, b) -> tuple[float, float]:
 
 
 def assert_same_targets(batch: dict, ref: dict, torch) -> None:
-    from dali_streampetr.iterator import COLLECT_KEYS
+    from dali_streampetr.training_mode import COLLECT_KEYS
 
     for key in COLLECT_KEYS:
         assert torch.equal(batch[key], ref[key]), key

@@ -22,18 +22,17 @@ def single_frame_config() -> dict:
 def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None) -> tuple[list[int], object]:
     """Train ``epochs`` epochs (from ``resume_from``, if given); the frames every step received."""
     import torch
-    from dali_streampetr.integration import DaliStreamStateHook
     from dali_streampetr.mmdet_adapter import build_mmdet_loader, to_collated
+    from dali_streampetr.stream_state_hook import DaliStreamStateHook
     from mmcv.runner import CheckpointHook, EpochBasedRunner
 
     seen: list[int] = []
-    loader = build_mmdet_loader(single_frame_config(), root, rank=0, world_size=1, seed=7)
 
     def collate(batch):
         seen.extend(r["index"] for r in batch["dali"])
         return to_collated(batch)
 
-    loader.loader.collate = collate
+    loader = build_mmdet_loader(single_frame_config(), root, rank=0, world_size=1, seed=7, collate=collate)
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.bad_images import TooManyBadImagesError, UndecodableImageError
+from dali_streampetr.bad_images import TooManyBadImagesError
+from dali_streampetr.diagnosis import UndecodableImageError, diagnose
+from dali_streampetr.faults import PipelineStalledError, WorkerDiedError
+from dali_streampetr.image_files import BadImageError, ImageSizeError
 from dali_streampetr.iterator import build_loader
-from dali_streampetr.pipeline import BadImageError, ImageSizeError
-from dali_streampetr.watchdog import PipelineStalledError, WorkerDiedError
 from float_tolerance import float_atol
 from PIL import Image
 
@@ -186,7 +187,7 @@ def test_skip_covers_decoder_failures_and_drops_the_cameras_2d_annotations(damag
         build_loader(tiny_config(on_bad_image="skip"), damaged_root, seed=3) as loader,
     ):
         got = [next(loader) for _ in range(4)]
-        assert loader.bad_images == 1 and loader.skipped.files == {frame.img_paths[cam]}
+        assert loader.bad_images == 1 and loader.bad_image_policy.files == {frame.img_paths[cam]}
     assert "bad images so far: 1" in caplog.text and frame.img_paths[cam] in caplog.text
     assert got[1]["dali"][slot]["bad_cameras"] == [frame.cam_names[cam]]
     black = np.broadcast_to(BLACK, (3, 64, 176))
@@ -235,7 +236,8 @@ def test_a_failure_not_pinned_on_a_file_is_raised_as_is(tiny_root):
     retry loop without a file to replace)."""
     with build_loader(tiny_config(on_bad_image="skip"), tiny_root, seed=3) as loader:
         err = RuntimeError("decoder exploded")
-        assert loader._diagnose(err) is err
+        planned = [p.index for i in range(3) for p in loader.planner.plan(i)]
+        assert diagnose(err, loader.frames, planned, 0) is err
 
 
 # -- same acceptance as upstream -------------------------------------------------------------------

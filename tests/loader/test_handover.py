@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
+from dali_streampetr.batch_assembly import BatchAssembler
+from dali_streampetr.batch_schema import LIST_KEYS
 from dali_streampetr.config_reader import loader_config_from
 from dali_streampetr.frame_targets import frame_targets
-from dali_streampetr.iterator import COLLECT_KEYS, LIST_KEYS, DaliStreamLoader, build_loader
+from dali_streampetr.iterator import DaliStreamLoader, build_loader
 from dali_streampetr.targets import (
     GEOMETRY_WIDTH,
     annotation_records,
@@ -25,6 +27,7 @@ from dali_streampetr.targets import (
     read_record,
     split_geometry,
 )
+from dali_streampetr.training_mode import COLLECT_KEYS
 
 
 def same(a: torch.Tensor, b: np.ndarray) -> bool:
@@ -163,24 +166,27 @@ def test_a_batch_of_another_iteration_is_refused(tiny_root):
 # -- the run-ahead: the next batch is run and assembled while the model trains ------------------------
 
 
-class Recording(DaliStreamLoader):
+class RecordingAssembler(BatchAssembler):
     """Notes which iteration was assembled on which thread; fails the assembly of ``fail_at`` once."""
 
-    def __init__(self, *args, fail_at: int = -1, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, inner: BatchAssembler, fail_at: int) -> None:
+        super().__init__(inner.cfg, inner.frames, inner.n_cams)
         self.assembled: list[tuple[int, str]] = []
         self.fail_at = fail_at
 
-    def _assemble(self, outputs, iteration: int) -> dict:
+    def assemble(self, outputs, iteration: int) -> dict:
         self.assembled.append((iteration, threading.current_thread().name))
         if iteration == self.fail_at:
             self.fail_at = -1
             raise ValueError(f"assembly of iteration {iteration} broke")
-        return super()._assemble(outputs, iteration)
+        return super().assemble(outputs, iteration)
 
 
-def recording(root: Path, **kwargs) -> Recording:
-    return Recording(loader_config_from(tiny_config(py_num_workers=1)), root, seed=4, **kwargs)
+def recording(root: Path, fail_at: int = -1) -> DaliStreamLoader:
+    """A loader whose ``assembler.assembled`` lists (iteration, thread) of every assembly."""
+    loader = DaliStreamLoader(loader_config_from(tiny_config(py_num_workers=1)), root, seed=4)
+    loader.assembler = RecordingAssembler(loader.assembler, fail_at)
+    return loader
 
 
 def indices(batch: dict) -> list[int]:
@@ -191,10 +197,10 @@ def test_the_next_batch_is_assembled_off_the_training_thread_before_it_is_asked_
     with recording(tiny_root) as loader:
         next(loader)
         deadline = time.monotonic() + 60
-        while len(loader.assembled) < 2 and time.monotonic() < deadline:
+        while len(loader.assembler.assembled) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         # iteration 1 is ready although nobody called next() again, and no assembly ran here
-        assert loader.assembled == [(0, "dali-pipeline-run"), (1, "dali-pipeline-run")]
+        assert loader.assembler.assembled == [(0, "dali-pipeline-run"), (1, "dali-pipeline-run")]
         assert threading.current_thread().name != "dali-pipeline-run"
         second = next(loader)
         assert indices(second) == [p.index for p in loader.planner.plan(1)]
@@ -240,8 +246,12 @@ def test_close_while_a_batch_runs_ahead_stops_the_worker_and_keeps_the_batch(tin
 
 def test_collate_runs_on_the_training_thread_and_its_result_is_handed_over(tiny_root):
     seen = []
-    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4) as loader:
-        loader.collate = lambda batch: seen.append(threading.current_thread().name) or ("wrapped", batch)
+
+    def collate(batch):
+        seen.append(threading.current_thread().name)
+        return "wrapped", batch
+
+    with build_loader(tiny_config(py_num_workers=1), tiny_root, seed=4, collate=collate) as loader:
         tag, batch = next(loader)
     assert tag == "wrapped" and isinstance(batch["img"], torch.Tensor)
     assert seen == [threading.current_thread().name]
@@ -252,7 +262,7 @@ def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch,
     """``prefetch_queue_depth - 1`` batches (at least 1) are prepared ahead of the one handed over:
     the run-ahead holds one, DALI's queue the rest (the source runs in process here, so every
     iteration DALI schedules calls it)."""
-    from dali_streampetr.pipeline import ImageSource
+    from dali_streampetr.image_source import ImageSource
 
     planned: list[int] = []
     call = ImageSource.__call__

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dali_streampetr.placement import local_device_id
+from dali_streampetr.placement import local_device_id, pipeline_device
 
 
 def test_gpu_loader_goes_to_local_rank(monkeypatch) -> None:
@@ -14,3 +14,10 @@ def test_gpu_loader_goes_to_local_rank(monkeypatch) -> None:
 def test_without_local_rank_the_first_gpu(monkeypatch) -> None:
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     assert local_device_id("gpu") == 0
+
+
+def test_the_cpu_path_keeps_the_device_it_is_given() -> None:
+    """Only ``device='gpu'`` asks for CUDA (the one check, in ``pipeline_device``); on the CPU path
+    the images stay in host memory, or go to the GPU the caller named."""
+    assert pipeline_device("cpu", None) is None
+    assert pipeline_device("cpu", 2) == 2

@@ -13,7 +13,7 @@ import pytest
 from conftest import tiny_config
 from dali_streampetr.epoch_sampler import GroupEpochSampler, epoch_indices
 from dali_streampetr.iterator import build_loader
-from dali_streampetr.resume import LoaderStateMismatch, fitting_state, stream_state
+from dali_streampetr.resume import LoaderStateMismatch, fitting_state
 from dali_streampetr.training_mode import SINGLE_FRAME
 
 
@@ -114,7 +114,7 @@ def test_replicated_ranks_share_frames_but_not_draws(tiny_root):
 def test_a_resumed_loader_continues_the_epoch_stream(tiny_root, two_epochs):
     _, epochs = two_epochs
     with build_loader(single_frame_config(), tiny_root, seed=7) as loader:
-        state = stream_state(loader)
+        state = loader.state_dict()
         assert state["training_mode"] == SINGLE_FRAME and state["batches_per_epoch"] == 6
         loader.load_state_dict(
             {**fitting_state({"ranks": [state]}, state, iteration=8, checkpoint="c"), "epoch": 1}
@@ -123,6 +123,6 @@ def test_a_resumed_loader_continues_the_epoch_stream(tiny_root, two_epochs):
         assert [r["index"] for r in after["dali"]] == [r["index"] for r in epochs[1][2]["dali"]]
         assert np.array_equal(after["img"].numpy(), epochs[1][2]["img"].numpy())
     with build_loader(tiny_config(), tiny_root, seed=7) as streaming:
-        stored = {"ranks": [stream_state(streaming)]}
+        stored = {"ranks": [streaming.state_dict()]}
     with pytest.raises(LoaderStateMismatch, match="training_mode is 'streaming' in the checkpoint"):
         fitting_state(stored, state, iteration=8, checkpoint="c")

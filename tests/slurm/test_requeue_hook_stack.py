@@ -24,7 +24,7 @@ class SignalAt:
         self.iterations, self.due = iterations, {}
 
     def __call__(self):
-        from dali_streampetr.integration import _checkpoint_due
+        from dali_streampetr.stream_state_hook import checkpoint_due
         from mmcv.runner import Hook
 
         outer = self
@@ -37,7 +37,7 @@ class SignalAt:
             def after_train_iter(self, runner) -> None:  # before the hook under test's
                 if runner.iter + 1 in outer.iterations:
                     os.kill(os.getpid(), signal.SIGUSR1)
-                outer.due[runner.iter + 1] = _checkpoint_due(runner)
+                outer.due[runner.iter + 1] = checkpoint_due(runner)
 
         return _Hook()
 

@@ -151,7 +151,7 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
 
     sys.path.insert(0, str(CHECKOUT))
     from dali_streampetr.integration import build_dali_train_loader
-    from dali_streampetr.resume import META_KEY, stream_state
+    from dali_streampetr.resume import META_KEY
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"))
@@ -160,7 +160,7 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     cfg.data_loading_config.log_slots = False
     cfg.work_dir, cfg.seed = str(tmp_path), 0
     loader = build_dali_train_loader(cfg, rank=0, world_size=1, device_id=None)
-    mine = stream_state(loader.loader)
+    mine = loader.state_dict()
     work = tmp_path / "work"
     work.mkdir()
     for n, state in ((2, mine), (4, {**mine, "seed": 7})):
