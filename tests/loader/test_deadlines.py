@@ -115,7 +115,7 @@ LATE_WORKER = textwrap.dedent(
     import os, signal, sys, time
     from conftest import tiny_config
     from dali_streampetr.iterator import build_loader
-    from dali_streampetr.watchdog import PipelineStartError
+    from dali_streampetr.faults import PipelineStartError
 
     late = False
     os.register_at_fork(before=lambda: late and time.sleep(2.5),
