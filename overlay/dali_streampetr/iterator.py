@@ -12,8 +12,9 @@ import torch
 
 from .bad_images import BadImageLedger, UndecodableImageError, undecodable, worker_error
 from .config import LoaderConfig, loader_config_from
+from .frame_cache import load_frames
 from .frame_sets import labelled_frames, scene_ids
-from .infos import Frame, load_frames
+from .infos import Frame
 from .pipeline import GEOMETRY, INFO, ImageSource, build_pipeline
 from .plan import BatchPlanner
 from .sequences import group_flags

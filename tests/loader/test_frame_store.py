@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import CLASSES, tiny_config
-from dali_streampetr.frame_cache import store_folder, store_key, store_path
-from dali_streampetr.infos import Frame, load_frames, read_frames
+from dali_streampetr.frame_cache import load_frames, store_folder, store_key, store_path
+from dali_streampetr.infos import Frame, read_frames
 from dali_streampetr.iterator import build_loader
 from loaderbench.replica import replicate
 
@@ -176,7 +176,7 @@ LOAD = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {overlay!r})
-    from dali_streampetr.infos import load_frames
+    from dali_streampetr.frame_cache import load_frames
     frames = load_frames({ann!r}, {root!r}, {classes!r})
     print(len(frames), frames[len(frames) - 1].token)
     """
