@@ -68,7 +68,8 @@ def randomised(data: dict, copies: int, seed: int = 0) -> dict:
                 info["gt_names"], info["valid_flag"] = np.array([]), np.array([], dtype=bool)
             for cam in range(len(info["cams"])):
                 if rng.random() < 0.3:
-                    empty = [np.zeros(0, np.float32), np.zeros((0, 4), np.float32), []][int(rng.integers(0, 3))]
+                    empties = [np.zeros(0, np.float32), np.zeros((0, 4), np.float32), []]
+                    empty = empties[int(rng.integers(0, 3))]
                     for key in ("bboxes2d", "centers2d", "labels2d", "depths"):
                         info[key][cam] = empty
             out.append(info)
