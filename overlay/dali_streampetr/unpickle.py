@@ -39,6 +39,9 @@ SAFE_GLOBALS = frozenset(
 )  # fmt: skip
 
 
+BUFFER = 1 << 20
+
+
 class UnsafePickleError(pickle.UnpicklingError):
     """The pickle references a global outside :data:`SAFE_GLOBALS`."""
 
@@ -89,7 +92,10 @@ def read_pickle_file(path: Path, *, trusted: bool) -> tuple[Any, str]:
     hasher.start()
     try:
         with gc_paused():
-            data = load_pickle(io.BytesIO(raw), trusted=trusted)
+            if trusted:
+                data = pickle.loads(raw)
+            else:  # buffered: the unpickler prefetches through peek() (a bare BytesIO has none)
+                data = RestrictedUnpickler(io.BufferedReader(io.BytesIO(raw), BUFFER)).load()
     finally:
         hasher.join()
     return data, digest.hexdigest()
