@@ -15,7 +15,11 @@ together and measures, at the same moments in every rank (the ranks wait for eac
   the same number of batches on the embedded 24 frames shows what the pipeline itself grows by.
 
 DALI runs first with an empty store folder (the first build), then with the store present. Every
-DALI run maps its frame store from ``<out>/frame-stores``. The DataLoader at 2 ranks is measured
+DALI run maps its frame store from ``<out>/frame-stores``. The first build is held against the
+reference read of the info file, as upstream's dataset reads it (``mmcv.load``: ``pickle.load``,
+the garbage collector on), timed in a process of its own right before and right after that build;
+then every attribute of every frame of the store is compared with the per-frame reader's
+(``infos.read_frames``). The DataLoader at 2 ranks is measured
 only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Writes
 ``<out>/scale.json`` and ``<out>/scale.png``.
 """
@@ -37,6 +41,7 @@ from .proctree import memory_mb, tree
 from .replica import replicate_infos
 
 PHASE_TAG = "PHASE "
+READ_TAG = "RESULT "
 NUSCENES_TRAIN = 28130
 TORCH_WORKERS = 2
 DALI_THREADS = 2
@@ -191,21 +196,64 @@ def summarise(loader: str, ranks: int, results: list[dict[str, dict[str, Any]]],
     return row
 
 
-def pickle_read_s(ann_file: Path) -> float:
-    """Seconds the restricted unpickler takes to read the info file (in its own process)."""
-    code = (
-        "import sys, time; sys.path.insert(0, sys.argv[2])\n"
-        "from dali_streampetr.unpickle import load_pickle_file\n"
-        "t = time.perf_counter(); load_pickle_file(sys.argv[1], trusted=False)\n"
-        "print(time.perf_counter() - t)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(ann_file), str(ROOT / "overlay")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.split()[-1])
+def read_once(ann_file: str) -> None:
+    """Print (how, seconds) of one read of the info file as upstream's dataset reads it:
+    ``mmcv.load`` (``pickle.load``, the garbage collector as the interpreter leaves it)."""
+    from mmcv import load
+
+    t0 = time.perf_counter()
+    load(ann_file)
+    print(READ_TAG + json.dumps(["mmcv.load", time.perf_counter() - t0]), flush=True)
+
+
+def reference_read(ann_file: Path) -> tuple[float, str]:
+    """(seconds, how) of :func:`read_once` in a process of its own (after its imports)."""
+    cmd = [sys.executable, "-m", "loaderbench.scale", "--read", str(ann_file)]
+    how, seconds = _tagged(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    return seconds, how
+
+
+def _tagged(stdout: str) -> Any:
+    return json.loads(next(ln for ln in stdout.splitlines() if ln.startswith(READ_TAG))[len(READ_TAG) :])
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Bit for bit: type, dtype, shape and bytes of arrays, recursively through lists."""
+    import numpy as np
+
+    if isinstance(a, np.ndarray):
+        return (
+            type(b) is np.ndarray and (a.dtype, a.shape) == (b.dtype, b.shape) and a.tobytes() == b.tobytes()
+        )
+    if isinstance(a, list):
+        return type(b) is list and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def count_diffs(spec: dict[str, Any]) -> None:
+    """Print (frames, attributes that differ) between the store's frames and the per-frame reader's
+    (``infos.read_frames``, the former code path): every attribute of every frame."""
+    from dataclasses import fields
+
+    from dali_streampetr.frame_cache import load_frames
+    from dali_streampetr.infos import Frame, read_frames
+
+    ann, root, classes = spec["ann_file"], spec["data_root"], spec["classes"]
+    store, records = load_frames(ann, root, classes), read_frames(ann, root, classes)
+    diffs = int(len(store) != len(records))
+    for i, want in enumerate(records):
+        got = store[i]
+        diffs += sum(not _same(getattr(want, f.name), getattr(got, f.name)) for f in fields(Frame))
+    print(READ_TAG + json.dumps([len(records), diffs]), flush=True)
+
+
+def frame_diffs(ann_file: Path, data_root: Path, classes: list[str], store_dir: Path) -> tuple[int, int]:
+    """(frames, differing attributes) of :func:`count_diffs` in a process of its own."""
+    env = {**os.environ, "STREAMPETR_DALI_FRAME_STORES": str(store_dir)}
+    spec = {"ann_file": str(ann_file), "data_root": str(data_root), "classes": classes}
+    cmd = [sys.executable, "-m", "loaderbench.scale", "--diffs", json.dumps(spec)]
+    frames, diffs = _tagged(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
+    return frames, diffs
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -250,9 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    read_s = pickle_read_s(big)
+    read_s, how = reference_read(big)
     print(
-        f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, read in {read_s:.1f} s)",
+        f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, {how} in {read_s:.1f} s)",
         flush=True,
     )
     pass_batches = -(-args.pass_frames // 2)  # the r50 batch: 2 samples
@@ -260,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         # the pipeline's own memory on the embedded frames, over as many batches as the full pass
         measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
         measure("dali", 1, cold=True)
+        read_after_s, _ = reference_read(big)  # the load of this host drifts: the read on both sides
+        print(f"  {how} again: {read_after_s:.1f} s", flush=True)
         measure("dali", 1)
+        classes = list(load_config("r50", data_root).class_names)
+        frames, diffs = frame_diffs(big, data_root, classes, stores)
+        print(f"  store vs per-frame reader: {diffs} differing attributes in {frames} frames", flush=True)
         measure("dali", 2)
     if "torch" in loaders:
         for ranks in (int(r) for r in args.torch_ranks.split(",") if r):
@@ -272,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         "pass_frames": args.pass_frames,
         "pickle_mib": big.stat().st_size / 2**20,
         "pickle_read_s": read_s,
+        "pickle_read_after_s": read_after_s if "dali" in loaders else None,
+        "pickle_read_how": how,
+        "frame_diffs": {"frames": frames, "diffs": diffs} if "dali" in loaders else None,
+        "load_average": os.getloadavg(),
         "batches": args.batches,
         "rows": rows,
         "targets": report.SCALE_TARGETS,
@@ -284,7 +341,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--rank":
-        run_rank(json.loads(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] in ("--rank", "--read", "--diffs"):
+        run = {
+            "--rank": lambda a: run_rank(json.loads(a)),
+            "--read": read_once,
+            "--diffs": lambda a: count_diffs(json.loads(a)),
+        }
+        run[sys.argv[1]](sys.argv[2])
         sys.exit(0)
     sys.exit(main())
