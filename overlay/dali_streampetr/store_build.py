@@ -22,13 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .frame_cache import RESULT_TAG
-from .info_columns import read_columns
+from .info_columns import info_columns
 from .info_schema import InfoSchemaError
+from .infos import load_info_file
 from .store_file import StoreDamaged, open_store, write_store
+from .unpickle import gc_paused
 
 LOCK_TIMEOUT_ENV = "STREAMPETR_DALI_LOCK_TIMEOUT"
 KILL_AT_ENV = "STREAMPETR_DALI_TEST_KILL_AT"  # test-only: SIGKILL this process after the named step
 TRACE_ENV = "STREAMPETR_DALI_TEST_TRACE"  # test-only: append every step's name to this file
+PARSED: list = []  # the parsed info files, freed by the process's exit (not object by object)
 
 
 def kill_point(step: str) -> None:
@@ -85,7 +88,10 @@ def build_store(ann_file: Path, class_names: Sequence[str], trusted: bool, path:
         for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed build
             stale.unlink(missing_ok=True)
         t0 = time.perf_counter()
-        columns, meta, sha256 = read_columns(ann_file, class_names, trusted_pickle=trusted)
+        with gc_paused():
+            data, sha256 = load_info_file(ann_file, trusted_pickle=trusted)
+            PARSED.append(data)
+            columns, meta = info_columns(data, class_names, ann_file)
         if sha256 != key["info_sha256"]:
             raise InfoFileChanged(f"{ann_file} changed while its frame store was built; start again")
         kill_point("frame-store:columns")

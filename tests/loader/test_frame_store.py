@@ -22,6 +22,7 @@ from dali_streampetr.frame_cache import load_frames, store_folder, store_key, st
 from dali_streampetr.frame_sets import labelled_frames, scene_ids
 from dali_streampetr.infos import Frame, read_frames
 from dali_streampetr.iterator import build_loader
+from dali_streampetr.store_build import InfoFileChanged, build_store
 from loaderbench.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[2] / "overlay"
@@ -287,3 +288,17 @@ def test_whole_set_facts_of_the_store_equal_the_per_frame_ones(
             assert (labelled_frames(store, pcr, num_classes) == want).all()
         assert (scene_ids(store) == scene_ids(records)).all()
     assert not want.all() or bev == 51.2  # the narrow ranges drop every box of some frames
+
+
+def test_an_info_file_that_changed_since_its_key_was_made_gives_no_store(tiny_root, tmp_path):
+    """The builder hashes the bytes it unpickles: content other than the key's is refused."""
+    ann = own_infos(tiny_root, tmp_path)
+    key = store_key(ann, CLASSES, False)
+    path = store_path(tmp_path / "stores", key)
+    with ann.open("rb") as f:
+        data = pickle.load(f)
+    data["infos"] = data["infos"][:-1]
+    ann.write_bytes(pickle.dumps(data))  # after the key was made, before the build reads it
+    with pytest.raises(InfoFileChanged, match="changed while its frame store was built"):
+        build_store(ann, CLASSES, False, path, key)
+    assert not [p for p in path.parent.iterdir() if not p.name.endswith(".lock")]
