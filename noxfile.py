@@ -1,4 +1,4 @@
-"""Sessions of streampetr-dali. `nox` runs lint + tests; see README.md for the rest.
+"""Sessions of streampetr-dali. `nox` runs lint + tests; see README.md and docs/sessions.md.
 
 Environments are built once and shared by the sessions that need them:
 `.nox/_env/hermetic` (DALI, CPU torch, numpy: the loader, tooling and synthetic data) and the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import nox
@@ -19,21 +20,46 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from overlaytool.cache import is_cached  # noqa: E402
 from overlaytool.targets import load_targets  # noqa: E402
 
-ENV_ROOT = ROOT / ".nox" / "_env"
-PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
-
-if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
-    from wheelhouse.offline import activate
-
-    os.environ.update(activate(Path(os.environ["STREAMPETR_WHEELHOUSE"])))
-
+nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/tooling/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"
 
+ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt")
+UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
+PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
+
+if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
+    from wheelhouse import WheelhouseError
+    from wheelhouse.offline import activate
+
+    try:
+        os.environ.update(activate(Path(os.environ["STREAMPETR_WHEELHOUSE"])))
+    except WheelhouseError as exc:  # no session is running yet: one line, no traceback
+        raise SystemExit(f"nox: {exc}") from None
 
 
-def hermetic_python(session: nox.Session) -> str:
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None:
+    """Run `python -m module args` with the project's source roots on the path."""
+    session.run(python, "-m", module, *args, external=True, env={"PYTHONPATH": PYTHONPATH})
+
+
+def run_overlaytool(session: nox.Session, command: str) -> None:
+    """`python -m overlaytool <command> <session arguments>` with nox's own python (stdlib and git)."""
+    run_tool(session, sys.executable, "overlaytool", command, *session.posargs)
+
+
+def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
+    """`session.error` when the session arguments hold one of `flags` (`--flag` or `--flag=...`)."""
+    given = [a for a in session.posargs if a.split("=", 1)[0] in flags]
+    if given:
+        session.error(f"{session.name} does not take {' '.join(given)}: {why}")
+
+
+def ensure_hermetic_env(session: nox.Session) -> str:
     """The light env's python (`.nox/_env/hermetic`), (re)installed only when its pin files change."""
     env = ENV_ROOT / "hermetic"
     python = env / "bin" / "python"
@@ -50,15 +76,40 @@ def hermetic_python(session: nox.Session) -> str:
     return str(python)
 
 
-def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None:
-    """Run `python -m module args` with the project's source roots on the path."""
-    session.run(python, "-m", module, *args, external=True, env={"PYTHONPATH": PYTHONPATH})
+def apply_and_ensure_upstream_env(session: nox.Session) -> str:
+    """Apply the series to the pinned checkout, build the shared OpenMMLab env once; its python."""
+    run_tool(session, sys.executable, "overlaytool", "apply")
+    run_tool(session, sys.executable, "upstream_env", "build")
+    return str(UPSTREAM_PYTHON)
+
+
+def with_data_root(session: nox.Session, python: str, args: Sequence[str]) -> list[str]:
+    """`args`, plus `--data-root <embedded synthetic data set>` when the user gave none (made once)."""
+    if any(a == "--data-root" or a.startswith("--data-root=") for a in args):
+        return list(args)
+    code = "from synthdata import ensure_dataset; print(ensure_dataset())"
+    out = session.run(python, "-c", code, external=True, silent=True, env={"PYTHONPATH": PYTHONPATH})
+    return [*args, "--data-root", str(out).strip().splitlines()[-1]]
+
+
+def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env: bool = False) -> None:
+    """Apply, build the OpenMMLab env, then `python -m module fixed.. <session arguments>` with
+    `--data-root` defaulting to the synthetic data set. `in_env`: the module runs in the OpenMMLab
+    env (it imports mmcv); otherwise nox's python runs it and it starts the env's python itself."""
+    python = apply_and_ensure_upstream_env(session)
+    args = with_data_root(session, python, session.posargs)
+    run_tool(session, python if in_env else sys.executable, module, *fixed, *args)
+
+
+# --- sessions ------------------------------------------------------------------------------------
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff (lint and format check) on everything we own, and the patch-series lint."""
-    python = hermetic_python(session)
+    if session.posargs:
+        session.error(f"lint takes no arguments (got {' '.join(session.posargs)})")
+    python = ensure_hermetic_env(session)
     session.run(python, "-m", "ruff", "check", ".", external=True)
     session.run(python, "-m", "ruff", "format", "--check", ".", external=True)
     run_tool(session, python, "overlaytool", "lint")
@@ -67,84 +118,70 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The tests: hermetic and upstream tiers, and the stack tier when the upstream cache holds the pins."""
-    session.run(hermetic_python(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True)
+    refuse_args(
+        session, "-m", why="it picks the tiers itself; run pytest directly to choose markers (docs/tests.md)"
+    )
+    session.run(
+        ensure_hermetic_env(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True
+    )
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
     if missing:
         session.log(f"stack tier skipped: the upstream cache lacks {', '.join(missing)} (`nox -s fetch`)")
         return
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no stack test
-    python = upstream_python(session)
+    python = apply_and_ensure_upstream_env(session)
     session.run(python, "-m", "pytest", "-m", "stack", *session.posargs, external=True, success_codes=codes)
 
 
 @nox.session
 def tests_gpu(session: nox.Session) -> None:
     """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; without a GPU it skips with one line."""
-    python = upstream_python(session)
+    refuse_args(session, "-m", why="it runs the gpu marker")
+    python = apply_and_ensure_upstream_env(session)
     session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
 
 
 @nox.session
 def fetch(session: nox.Session) -> None:
     """Fill the local upstream cache from the pinned URLs, or from a mirror (`-- --from <path-or-url>`)."""
-    run_tool(session, sys.executable, "overlaytool", "fetch", *session.posargs)
+    run_overlaytool(session, "fetch")
 
 
 @nox.session
 def apply(session: nox.Session) -> None:
-    """Check out the pin, verify and apply patches/series, add overlay/ (`-- --force` to discard edits)."""
-    run_tool(session, sys.executable, "overlaytool", "apply", *session.posargs)
+    """Apply the targets of patches/config.toml: pins, series, overlay (`-- --force` to discard edits)."""
+    run_overlaytool(session, "apply")
 
 
 @nox.session
 def refresh(session: nox.Session) -> None:
     """Export the changes in upstream/StreamPETR (work tree or commits) back to patches/, byte-stably."""
-    run_tool(session, sys.executable, "overlaytool", "refresh", *session.posargs)
+    run_overlaytool(session, "refresh")
 
 
 @nox.session
 def edit(session: nox.Session) -> None:
     """Turn the applied series into commits on top of the pin, to edit with git before `refresh`."""
-    run_tool(session, sys.executable, "overlaytool", "edit", *session.posargs)
-
-
-@nox.session
-def make_data(session: nox.Session) -> None:
-    """Make the synthetic nuScenes-format data set, cached (`-- --help`: folder, size, seed)."""
-    run_tool(session, hermetic_python(session), "synthdata", *session.posargs)
+    run_overlaytool(session, "edit")
 
 
 @nox.session
 def rebase(session: nox.Session) -> None:
     """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--skip`,
     `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing."""
-    run_tool(session, sys.executable, "overlaytool", "rebase", *session.posargs)
+    run_overlaytool(session, "rebase")
+
+
+@nox.session
+def make_data(session: nox.Session) -> None:
+    """Make the synthetic nuScenes-format data set, cached (`-- --help`: folder, size, seed)."""
+    run_tool(session, ensure_hermetic_env(session), "synthdata", *session.posargs)
 
 
 @nox.session
 def inspect(session: nox.Session) -> None:
     """One DALI batch: a summary and a PNG of the augmented images with the projected boxes."""
-    python = hermetic_python(session)
-    run_tool(session, python, "dali_streampetr.inspect", *session.posargs)
-
-
-UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
-
-
-def upstream_python(session: nox.Session) -> str:
-    """Apply the series to the pinned checkout and build (once) the shared OpenMMLab env."""
-    run_tool(session, sys.executable, "overlaytool", "apply")
-    run_tool(session, sys.executable, "upstream_env", "build")
-    return str(UPSTREAM_PYTHON)
-
-
-def data_root_args(session: nox.Session, python: str, args: list[str]) -> list[str]:
-    """`args`, plus `--data-root <embedded synthetic data set>` when the user gave none (made once)."""
-    if any(a == "--data-root" or a.startswith("--data-root=") for a in args):
-        return args
-    code = "from synthdata import ensure_dataset; print(ensure_dataset())"
-    out = session.run(python, "-c", code, external=True, silent=True, env={"PYTHONPATH": PYTHONPATH})
-    return [*args, "--data-root", str(out).strip().splitlines()[-1]]
+    run_tool(session, ensure_hermetic_env(session), "dali_streampetr.inspect", *session.posargs)
 
 
 @nox.session
@@ -156,65 +193,59 @@ def upstream_env(session: nox.Session) -> None:
 @nox.session
 def train_dali(session: nox.Session) -> None:
     """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_run", "train", "--loader", "dali", *args)
+    refuse_args(
+        session, "--loader", why="it trains on the DALI loader; `nox -s train_torch` is the other one"
+    )
+    run_on_upstream_data(session, "upstream_run", "train", "--loader", "dali")
 
 
 @nox.session
 def train_torch(session: nox.Session) -> None:
     """The same run on the original PyTorch DataLoader (`train_dali`'s arguments, plus `--workers K`)."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_run", "train", "--loader", "torch", *args)
+    refuse_args(
+        session, "--loader", why="it trains on the PyTorch DataLoader; `nox -s train_dali` is the other one"
+    )
+    run_on_upstream_data(session, "upstream_run", "train", "--loader", "torch")
 
 
 @nox.session
 def evaluate(session: nox.Session) -> None:
     """mAP/NDS of a checkpoint via tools/test.py: `-- [CKPT] [--data-root DIR] [--gpus K] [--config C]`."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_run", "evaluate", *args)
+    run_on_upstream_data(session, "upstream_run", "evaluate")
 
 
 @nox.session
 def slurm_smoke(session: nox.Session) -> None:
     """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, sys.executable, "upstream_run", "slurm_smoke", "--install", *args)
+    run_on_upstream_data(session, "upstream_run", "slurm_smoke", "--install")
 
 
 @nox.session
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
-    upstream_python(session)
+    apply_and_ensure_upstream_env(session)
     run_tool(session, sys.executable, "upstream_run", "create_data", *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """DALI vs the original DataLoader, side by side: time, CPU and memory (docs/benchmark.md)."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, python, "loaderbench", *args)
+    run_on_upstream_data(session, "loaderbench", in_env=True)
 
 
 @nox.session
 def equivalence(session: nox.Session) -> None:
     """The DALI loader vs the original pipeline, field by field (docs/equivalence.md)."""
-    python = upstream_python(session)
-    args = data_root_args(session, python, list(session.posargs))
-    run_tool(session, python, "equivalence", *args)
+    run_on_upstream_data(session, "equivalence", in_env=True)
 
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
     """Every wheel both envs install, hash-locked, + the GPU check kit: `-- [--out DIR] [--cuda 12|13]`."""
-    run_tool(session, hermetic_python(session), "wheelhouse", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "wheelhouse", *session.posargs)
 
 
 @nox.session
 def gpu_check(session: nox.Session) -> None:
     """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
-    run_tool(session, hermetic_python(session), "gpukit", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "gpukit", *session.posargs)

@@ -1,4 +1,4 @@
-"""The patch table of docs/patches.md is the series: every patch of patches/series, in order, each
+"""The patch table of docs/patches.md is the series: every patch of patches/streampetr/series, in order, each
 once, and its *upstreamable* column says what the patch's DEP-3 ``Forwarded:`` header says."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from overlaytool.series import read_series
+from overlaytool.targets import load_targets, select_one
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| `([\w.-]+)` \| (yes|no) \|", re.MULTILINE)
@@ -36,7 +37,9 @@ def table_problems(table: str, patch_dir: Path) -> list[str]:
 
 
 def test_the_patch_table_is_the_series() -> None:
-    assert not table_problems((ROOT / "docs" / "patches.md").read_text(), ROOT / "patches")
+    assert not table_problems(
+        (ROOT / "docs" / "patches.md").read_text(), select_one(load_targets(ROOT), "streampetr").patch_dir
+    )
 
 
 def test_a_missing_row_or_a_wrong_column_is_reported(tmp_path: Path) -> None:

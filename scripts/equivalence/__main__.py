@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .loaders import CHECKOUT, CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream
+from .original import CHECKOUT, CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream
 from .report import config_table, render, write_json
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from .compare import BatchComparator
 from .draws import compare_draws, dali_draws, upstream_draws
-from .loaders import REPO_ROOT, LockStep, load_config, original_dataset
+from .lockstep import LockStep
+from .original import REPO_ROOT, load_config, original_dataset
 from .sequence import compare_epoch_streams, compare_streams
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from wheelhouse.__main__ import main as wheelhouse_main
 
-from .build import ROOT
 from .runner import main as runner_main
+from .sources import ROOT
 
 UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 

@@ -1,7 +1,8 @@
 """gpu_check: the GPU tier of streampetr-dali on a bare CUDA node, from a kit folder, offline.
 
-``python3 gpu_check.py`` (this file, copied into the kit by ``nox -s wheelhouse``), run with a
-Python 3.11/3.12 that has a CUDA build of torch. Stdlib only. Steps:
+``python3 gpu_check.py`` (the kit's launcher, :mod:`.launcher`; this package beside it in the kit,
+both copied there by ``nox -s wheelhouse``), run with a Python 3.11/3.12 that has a CUDA build of
+torch. Stdlib only. Steps:
 
 1. verify every part against ``manifest.json`` (a part with a wrong size or hash is refused, by
    name) and reassemble the wheels, the lock and the project's sources;
@@ -18,183 +19,24 @@ with one line and the rest runs. Exit status 0 only when every step passed.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
-MANIFEST = "manifest.json"
+from .node import make_venv, probe
+from .parts import load_manifest, reassemble, unpack
+from .steps import CheckError, Steps, run
+
 # --quick: 4 scenes (3 training scenes: the 8 streams of the ACCV-like batch) of 4 key frames.
 QUICK_DATA = ["--scenes", "4", "--samples-per-scene", "4"]
-FORMAT = 1
-PROBE = (
-    "import json, sys, sysconfig, torch; from pathlib import Path; "
-    "cuda = torch.cuda.is_available(); print(json.dumps({"
-    "'tag': 'cp%d%d' % sys.version_info[:2], 'torch': torch.__version__, 'torch_cuda': torch.version.cuda, "
-    "'cuda_available': cuda, 'devices': torch.cuda.device_count() if cuda else 0, "
-    "'gpu': torch.cuda.get_device_name(0) if cuda else None, "
-    "'torch_site': str(Path(torch.__file__).resolve().parents[1])}))"
-)
-VENV_CHECK = (
-    "import json, sys, numpy, torch, nvidia.dali as dali, PIL; print(json.dumps({"
-    "'numpy': numpy.__version__, 'numpy_file': numpy.__file__, 'dali': dali.__version__, "
-    "'dali_file': dali.__file__, 'torch': torch.__version__, 'torch_file': torch.__file__, "
-    "'cuda_available': torch.cuda.is_available(), "
-    "'cuda_tensor': bool(torch.cuda.is_available() and torch.ones(2, device='cuda').sum().item() == 2)}))"
-)
 
 
-class CheckError(Exception):
-    """A failed step; the message says what and where."""
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def load_manifest(kit: Path) -> dict:
-    try:
-        manifest = json.loads((kit / MANIFEST).read_text())
-    except (OSError, ValueError) as exc:
-        raise CheckError(f"{kit / MANIFEST}: unreadable ({exc}); is {kit} a gpu_check kit?") from None
-    if manifest.get("format") != FORMAT:
-        raise CheckError(f"{kit / MANIFEST}: format {manifest.get('format')!r}, this runner reads {FORMAT}")
-    return manifest
-
-
-def verify_part(part: Path, want: dict) -> None:
-    """Refuse a missing part, or one whose size or sha256 differs from the manifest, naming it."""
-    if not part.is_file():
-        raise CheckError(f"part {part.name} is missing from {part.parent}; copy it again")
-    size = part.stat().st_size
-    if size != want["size"]:
-        raise CheckError(f"part {part.name}: {size} bytes, the manifest says {want['size']}; copy it again")
-    digest = sha256(part)
-    if digest != want["sha256"]:
-        raise CheckError(
-            f"part {part.name}: sha256 {digest} != manifest {want['sha256']}; refusing it, copy it again"
-        )
-
-
-def reassemble(kit: Path, manifest: dict, wheels: Path, other: Path) -> list[Path]:
-    """Every file of the manifest rebuilt from its verified parts, then verified whole: the wheels
-    under ``wheels`` (pip's --find-links), the locks and the sources under ``other``."""
-    out = []
-    for entry in manifest["files"]:
-        dest = wheels if entry["name"].endswith(".whl") else other
-        dest.mkdir(parents=True, exist_ok=True)
-        target = dest / entry["name"]
-        partial = target.with_name(target.name + ".partial")
-        partial.unlink(missing_ok=True)
-        for want in entry["parts"]:
-            verify_part(kit / manifest["parts_dir"] / want["name"], want)
-        first = kit / manifest["parts_dir"] / entry["parts"][0]["name"]
-        if len(entry["parts"]) == 1 and entry["parts"][0]["sha256"] == entry["sha256"]:
-            link_or_copy(first, partial)  # the part is the file, verified above
-        else:
-            with partial.open("wb") as fh:
-                for want in entry["parts"]:
-                    with (kit / manifest["parts_dir"] / want["name"]).open("rb") as src:
-                        shutil.copyfileobj(src, fh, 1 << 20)
-        digest = sha256(partial) if len(entry["parts"]) > 1 else entry["sha256"]
-        if digest != entry["sha256"]:
-            partial.unlink()
-            raise CheckError(f"{entry['name']}: reassembled sha256 {digest} != manifest {entry['sha256']}")
-        partial.replace(target)
-        out.append(target)
-    return out
-
-
-def link_or_copy(src: Path, dest: Path) -> None:
-    """A hard link where the file system allows (the kit's parts stay untouched: pip only reads)."""
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
-
-
-def unpack(archive: Path, dest: Path) -> None:
-    """Extract the sources (the "data" filter where this Python has it: 3.11.4+, 3.12)."""
-    with tarfile.open(archive) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-        else:
-            tar.extractall(dest)  # noqa: S202 (our own archive, hash-verified above)
-
-
-def clean_pip_env(base: dict[str, str]) -> dict[str, str]:
-    """The environment for pip: no PIP_* settings or pip config of the machine, the index disabled."""
-    env = {k: v for k, v in base.items() if not k.startswith("PIP_")}
-    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return env
-
-
-class Steps:
-    """Numbered steps with their times; a failed step is recorded and named at the end."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.n, self.failed, self.times = total, 0, [], {}
-
-    def begin(self, title: str) -> float:
-        self.n += 1
-        print(f"[{self.n}/{self.total}] {title}", flush=True)
-        return time.monotonic()
-
-    def end(self, title: str, started: float) -> None:
-        self.times[title] = round(time.monotonic() - started, 1)
-        print(f"      done in {self.times[title]:.1f} s", flush=True)
-
-
-def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, what: str) -> str:
-    """Run ``cmd``, its output shown; raise CheckError naming ``what`` on a non-zero exit."""
-    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, text=True, capture_output=True)
-    output = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        raise CheckError(f"{what} failed (exit {proc.returncode}):\n{output[-4000:]}")
-    return output
-
-
-def probe(python: str) -> dict:
-    try:
-        out = run([python, "-c", PROBE], what=f"{python}: import torch")
-    except CheckError as exc:
-        raise CheckError(
-            f"{exc}\nThe kit reuses the node's torch: run it with a python that has torch."
-        ) from None
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def make_venv(python: str, venv: Path, wheels: Path, lock: Path, torch_site: str) -> dict:
-    """The kit's venv: the lock installed from ``wheels`` only, then a .pth to the node's torch."""
-    if venv.exists():
-        shutil.rmtree(venv)
-    run([python, "-m", "venv", venv], what="python -m venv (Debian/Ubuntu: the python3-venv package)")
-    vpy = venv / "bin" / "python"
-    pip = [vpy, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links", wheels]
-    pip.append("--require-hashes")
-    run([*pip, "-r", lock], env=clean_pip_env(dict(os.environ)), what=f"pip install -r {lock.name} (offline)")
-    purelib = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], what="venv paths")
-    (Path(purelib.strip().splitlines()[-1]) / "_gpu_check_node_torch.pth").write_text(torch_site + "\n")
-    info = json.loads(run([vpy, "-c", VENV_CHECK], what="import check in the venv").strip().splitlines()[-1])
-    for name in ("numpy_file", "dali_file"):
-        if not Path(info[name]).resolve().is_relative_to(venv.resolve()):
-            raise CheckError(f"venv: {name.split('_')[0]} comes from {info[name]}, not from the kit's venv")
-    return info
-
-
-def main(argv: list[str] | None = None) -> int:
-    here = Path(__file__).resolve().parent
+def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="gpu_check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kit", type=Path, default=here, help="the kit folder (default: this file's)")
+    ap.add_argument("--kit", type=Path, default=default_kit, help="the kit folder (default: gpu_check.py's)")
     ap.add_argument("--work", type=Path, default=None, help="work folder (default: <kit>/work)")
     ap.add_argument("--python", default=sys.executable, help="a python with the node's torch (default: this)")
     ap.add_argument("--threads", default="1,2,4,8,16", help="DALI thread counts, capped at the cores")
@@ -205,6 +47,29 @@ def main(argv: list[str] | None = None) -> int:
         help="run although the kit's DALI is for another CUDA major than the node's torch",
     )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.kit is None:
+        ap.error("--kit is needed outside a kit folder (there gpu_check.py passes its own)")
+    return args
+
+
+def require_a_matching_kit(node: dict, manifest: dict, allow_cuda_mismatch: bool) -> None:
+    """Refuse a kit without wheels for the node's python, or with DALI for another CUDA major."""
+    if node["tag"] not in manifest["locks"]:
+        raise CheckError(
+            f"the kit holds wheels for {', '.join(manifest['locks'])}, this python is {node['tag']}; "
+            "build one for it: nox -s wheelhouse -- --kit-python X.Y"
+        )
+    torch_major = (node["torch_cuda"] or "").split(".")[0]
+    if torch_major and torch_major != str(manifest["dali_cuda"]) and not allow_cuda_mismatch:
+        raise CheckError(
+            f"the node's torch is built for CUDA {torch_major}, the kit's DALI for CUDA "
+            f"{manifest['dali_cuda']}: build the kit with `nox -s wheelhouse -- --cuda {torch_major}` "
+            "(or pass --allow-cuda-mismatch)"
+        )
+
+
+def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
+    args = parse_args(argv, default_kit)
     kit = args.kit.resolve()
     work = (args.work or kit / "work").resolve()
     steps = Steps(6)
@@ -218,18 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{node['devices']} GPU(s){': ' + node['gpu'] if node['gpu'] else ''}; "
             f"kit: DALI for CUDA {manifest['dali_cuda']}, wheels for {', '.join(manifest['locks'])}"
         )
-        if node["tag"] not in manifest["locks"]:
-            raise CheckError(
-                f"the kit holds wheels for {', '.join(manifest['locks'])}, this python is {node['tag']}; "
-                "build one for it: nox -s wheelhouse -- --kit-python X.Y"
-            )
-        torch_major = (node["torch_cuda"] or "").split(".")[0]
-        if torch_major and torch_major != str(manifest["dali_cuda"]) and not args.allow_cuda_mismatch:
-            raise CheckError(
-                f"the node's torch is built for CUDA {torch_major}, the kit's DALI for CUDA "
-                f"{manifest['dali_cuda']}: build the kit with `nox -s wheelhouse -- --cuda {torch_major}` "
-                "(or pass --allow-cuda-mismatch)"
-            )
+        require_a_matching_kit(node, manifest, args.allow_cuda_mismatch)
         steps.end("probe", started)
 
         started = steps.begin(

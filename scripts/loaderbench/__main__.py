@@ -9,33 +9,17 @@ Run it in the upstream env with ``scripts`` on ``PYTHONPATH`` (``nox -s bench`` 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
 import os
-import platform
-import shutil
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import report
-from .cases import FRAMES_PER_BATCH, ROOT, Case, sweep
-from .runcase import RESULT_TAG
-
-PACKAGES = (
-    "torch",
-    "nvidia-dali-cuda120",
-    "mmcv-full",
-    "mmdet",
-    "mmdet3d",
-    "numpy",
-    "pillow",
-    "opencv-python",
-)
+from . import report, summary
+from .cases import ROOT, sweep
+from .runinfo import has_gpu, meta
+from .spawn import batches_for, measure_case, run_json
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -75,24 +59,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def batches_for(profile: str, batches: int) -> int:
-    """Timed batches per repeat: the accv and 8key profiles (8 frames a batch) about 2/3 of r50's
-    frames (time budget)."""
-    if profile == "r50":
-        return batches
-    return max(2, math.ceil(batches * FRAMES_PER_BATCH["r50"] / FRAMES_PER_BATCH[profile]) - 1)
-
-
-def run_json(module: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """Run ``python -m module '<spec>'`` and return its RESULT, or ``{'error': ...}``."""
-    proc = subprocess.run([sys.executable, "-m", module, json.dumps(spec)], capture_output=True, text=True)
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG) :])
-    tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()][-3:]
-    return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
-
-
 def parse_override(text: str) -> tuple[str, Any]:
     key, _, value = text.partition("=")
     try:
@@ -101,62 +67,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         return key, value
 
 
-def has_gpu() -> bool:
-    if not shutil.which("nvidia-smi"):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def default_data_root() -> Path:
     from synthdata import ensure_dataset
 
     return ensure_dataset()
-
-
-def meta(args: argparse.Namespace, data_root: Path) -> dict[str, Any]:
-    versions = {}
-    for name in PACKAGES:
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[name] = metadata.version(name)
-    return {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": platform.node(),
-        "cpu": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "affinity": len(os.sched_getaffinity(0)),
-        "python": platform.python_version(),
-        "versions": versions,
-        "data_root": str(data_root),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-    }
-
-
-def measure_case(case: Case, args: argparse.Namespace, data_root: Path, overrides: dict) -> dict[str, Any]:
-    """One configuration in its own process (:mod:`.runcase`), with a progress line."""
-    spec = {
-        "case": {k: v for k, v in case.to_dict().items() if k not in ("name", "cores")},
-        "data_root": str(data_root),
-        "warmup": args.warmup if case.profile == "r50" else min(args.warmup, 2),
-        "batches": batches_for(case.profile, args.batches),
-        "repeats": args.repeats,
-        "step_s": args.step_s,
-        "handover_calls": args.handover_calls,
-        "overrides": overrides if case.loader == "dali" else {},
-    }
-    t0 = time.perf_counter()
-    res = run_json("loaderbench.runcase", spec)
-    res.setdefault("case", case.to_dict())
-    if "error" not in res:
-        s = report.summarise_case(res)
-        msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
-        if s.get("handover_ms") is not None:
-            msg += f"  next() after a step {s['handover_ms']:.1f} ms"
-    else:
-        msg = "FAILED " + res["error"]
-    print(f"  {case.name:24s} {msg}  ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = []
     for case in todo:
         failed = [r for r in measured[case.name] if "error" in r]
-        res = failed[0] if failed else report.merge_rounds(measured[case.name])
+        res = failed[0] if failed else summary.merge_rounds(measured[case.name])
         if not failed:
-            res["summary"] = report.summarise_case(res)
+            res["summary"] = summary.summarise_case(res)
         cases.append(res)
     floors_raw, floors = [], []
     if not args.no_floor:
@@ -204,13 +118,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {profile}/decode-floor FAILED {res['error']}", flush=True)
                 continue
             floors_raw.append(res)
-            floors += report.summarise_floor(res)
+            floors += summary.summarise_floor(res)
     stall = None
     if args.stall:
         from .stall import run_stall
 
         stall = run_stall(data_root, iters=args.stall_iters, out=args.out)
-    rows = report.ratios(cases, floors)
+    rows = summary.ratios(cases, floors)
     load_end = os.getloadavg()
     result = {
         "meta": info,
@@ -223,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "floors_raw": floors_raw,
         "floors": floors,
         "ratios": rows,
-        "targets": report.TARGETS,
+        "targets": summary.TARGETS,
         "stall": stall,
     }
     js, png = report.write(result, args.out)

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import report
-from .__main__ import batches_for, run_json
+from . import report, summary
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
 from .proctree import PeakMemory
 from .runcase import RESULT_TAG, handover, measure
+from .spawn import batches_for, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
 FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls": 6}
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in res:
             print(f"  {case.name:20s} FAILED {res['error']}", flush=True)
         else:
-            res["summary"] = report.summarise_case(res)
+            res["summary"] = summary.summarise_case(res)
             print(f"  {case.name:20s} {res['summary']['ms_per_batch']:7.1f} ms/batch "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
         cases.append(res)

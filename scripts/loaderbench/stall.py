@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .cases import ROOT
-from .report import percentile
 from .runcase import RESULT_TAG
+from .summary import percentile
 
 STALL_CONFIG = "small"  # upstream_run.train's name for the CPU smoke config at 128x352
 STALL_CONFIG_PATH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"

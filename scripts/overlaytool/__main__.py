@@ -1,5 +1,8 @@
 """Command line: `python -m overlaytool {fetch,apply,refresh,edit,rebase,lint}` (what the nox sessions call).
 
+The targets are those of patches/config.toml: apply, refresh and lint take every target, or the
+ones `--target NAME` names (repeatable); edit and rebase take one, StreamPETR unless named.
+
 apply, refresh, edit, rebase and fetch take a lock (per checkout, per cache mirror); a second run
 waits for the first, up to `--lock-timeout` seconds (or $STREAMPETR_DALI_LOCK_TIMEOUT, default 600).
 """
@@ -11,16 +14,19 @@ import os
 import sys
 from pathlib import Path
 
-from . import OverlayError, rebase
+from . import OverlayError, rebase, rebase_check
 from .apply import apply_all, apply_target
-from .cache import fetch, local_source
 from .checkout import checkout_lock
+from .edit import commit_series
+from .fetch import fetch
 from .gitcmd import has_commit
+from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
 from .pins import Pin
-from .refresh import commit_series, refresh_target
-from .series import lint
-from .targets import REPO_ROOT, load_targets
+from .refresh import refresh_target
+from .series import read_series
+from .sources import local_source
+from .targets import REPO_ROOT, Target, load_targets, select, select_one
 
 
 def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:
@@ -48,7 +54,8 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> None:
-    for outcome in apply_all(load_targets(args.root), force=args.force):
+    targets = load_targets(args.root)
+    for outcome in apply_all(targets, select(targets, args.target), force=args.force):
         target = outcome.target
         where = (
             target.checkout.relative_to(args.root)
@@ -65,15 +72,18 @@ def cmd_apply(args: argparse.Namespace) -> None:
 
 
 def cmd_refresh(args: argparse.Namespace) -> None:
-    for target in load_targets(args.root):
-        if (target.checkout / ".git").exists():
-            with checkout_lock(target.checkout, "refresh"):
-                print(refresh_target(target))
-                apply_target(target, force=True)
+    for target in select(load_targets(args.root), args.target):
+        if not (target.checkout / ".git").exists():
+            if args.target:  # named: it must be checked out (the error says how)
+                refresh_target(target)
+            continue  # every target: those checked out
+        with checkout_lock(target.checkout, "refresh"):
+            print(refresh_target(target))
+            apply_target(target, force=True)
 
 
 def cmd_edit(args: argparse.Namespace) -> None:
-    target = load_targets(args.root)[0]
+    target = select_one(load_targets(args.root), args.target)
     count = commit_series(target)
     print(
         f"{target.checkout}: {count} patch(es) are now commits on top of {target.pin.commit[:12]}.\n"
@@ -83,14 +93,26 @@ def cmd_edit(args: argparse.Namespace) -> None:
 
 
 def cmd_rebase(args: argparse.Namespace) -> None:
-    target = load_targets(args.root)[0]
+    targets = load_targets(args.root)
+    target = select_one(targets, args.target)
+    try:
+        _rebase(target, args)
+    except OverlayError as exc:
+        if target is targets[0]:
+            raise
+        raise OverlayError(
+            f"{exc}\n(Rebasing {target.name}: give `--target {target.name}` to every next command.)"
+        ) from exc
+
+
+def _rebase(target: Target, args: argparse.Namespace) -> None:
     if args.abort:
         print(rebase.abort(target))
         return
     if args.check:
         if not args.ref:
             raise OverlayError("rebase --check needs the commit or ref to check against")
-        lines, carries_over = rebase.dry_run(target, args.ref, args.source)
+        lines, carries_over = rebase_check.dry_run(target, args.ref, args.source)
         print("\n".join(lines))
         if not carries_over:
             raise OverlayError(f"the series would not carry over to {args.ref} (nothing was changed)")
@@ -107,10 +129,32 @@ def cmd_rebase(args: argparse.Namespace) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> None:
-    problems = [p for target in load_targets(args.root) for p in lint(target.patch_dir)]
+    targets = load_targets(args.root)
+    problems = [
+        p
+        for target in select(targets, args.target)
+        for p in series_problems(target.patch_dir, read_series(target.patch_dir))
+    ]
+    if not args.target:
+        problems += folder_problems(args.root, targets)
     if problems:
         raise OverlayError("The patch series is not valid:\n  " + "\n  ".join(problems))
     print("series: ok")
+
+
+def _targets_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--target",
+        action="append",
+        metavar="NAME",
+        help=f"a target of patches/config.toml (default: {default})",
+    )
+
+
+def _target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", metavar="NAME", help="the target of patches/config.toml (default: the first)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,15 +183,19 @@ def main(argv: list[str] | None = None) -> int:
         "apply", parents=[common], help="check out the pins, apply the series, add the overlay"
     )
     p.add_argument("--force", action="store_true", help="discard local edits in the checkout")
+    _targets_option(p, "every target")
     p.set_defaults(func=cmd_apply)
-    sub.add_parser("refresh", parents=[common], help="export checkout changes back to patches/").set_defaults(
-        func=cmd_refresh
-    )
-    sub.add_parser(
-        "edit", parents=[common], help="turn the applied series into commits to edit"
-    ).set_defaults(func=cmd_edit)
-    sub.add_parser("lint", parents=[common], help="check patches/series").set_defaults(func=cmd_lint)
+    p = sub.add_parser("refresh", parents=[common], help="export checkout changes back to the patch series")
+    _targets_option(p, "every target checked out")
+    p.set_defaults(func=cmd_refresh)
+    p = sub.add_parser("edit", parents=[common], help="turn the applied series into commits to edit")
+    _target_option(p)
+    p.set_defaults(func=cmd_edit)
+    p = sub.add_parser("lint", parents=[common], help="check the targets and their patch series")
+    _targets_option(p, "every target, and patches/ itself")
+    p.set_defaults(func=cmd_lint)
     p = sub.add_parser("rebase", parents=[common], help="move the series to another upstream commit")
+    _target_option(p)
     p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
     p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
@@ -155,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.add_argument("--check", action="store_true", help="dry run: print each patch's status, change nothing")
     p.set_defaults(func=cmd_rebase)
+    for stream in (sys.stdout, sys.stderr):  # patch subjects and paths may not fit the locale's encoding
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = parser.parse_args(argv)
     if hasattr(args, "lock_timeout"):
         os.environ[TIMEOUT_ENV] = str(args.lock_timeout)

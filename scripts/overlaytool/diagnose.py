@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .series import FilePatch, Hunk, Patch
+from .patchfile import FilePatch, Hunk, Patch
 
 
 def _lines(data: bytes) -> list[str]:

@@ -18,7 +18,7 @@ TRACE = "STREAMPETR_DALI_TEST_TRACE"
 def kill_point(step: str) -> None:
     """Record `step` (with the trace hook) and die here when the kill hook names it."""
     if trace := os.environ.get(TRACE):
-        with open(trace, "a") as f:
+        with open(trace, "a", encoding="utf-8") as f:
             f.write(step + "\n")
     if os.environ.get(KILL_AT) == step:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -27,14 +27,18 @@ def git(
     input: bytes | None = None,
     text: bool = True,
 ) -> subprocess.CompletedProcess:
-    """Run git and capture its output; raise OverlayError with git's message when `check` fails."""
+    """Run git and capture its output; raise OverlayError with git's message when `check` fails.
+
+    Text is UTF-8 whatever the locale (other bytes kept as surrogate escapes)."""
     proc = subprocess.run(
         ["git", *args],
         cwd=cwd,
         env=git_env(env),
-        input=input if not text or input is None else input.decode(),
+        input=input if not text or input is None else input.decode("utf-8", errors="surrogateescape"),
         capture_output=True,
         text=text,
+        encoding="utf-8" if text else None,
+        errors="surrogateescape" if text else None,
     )
     if check and proc.returncode != 0:
         err = proc.stderr.strip() if text else proc.stderr.decode(errors="replace").strip()

@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from . import OverlayError
-from .checkout import gitdir, state_dir, write_atomic
+from .checkout import gitdir, state_dir
 from .faults import kill_point
+from .files import write_atomic
 from .gitcmd import git_env
 
 RECORD = "index-git.json"
@@ -33,7 +34,7 @@ def _start_ticks(pid: int) -> str | None:
     """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22), None when it
     is gone or a zombie."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
     return None if fields[0] in ("Z", "X") else fields[19]
@@ -44,7 +45,14 @@ def run_index_git(checkout: Path, step: str, *args: str) -> None:
     record = state_dir(checkout) / RECORD
     began = time.time()
     proc = subprocess.Popen(
-        ["git", *args], cwd=checkout, env=git_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["git", *args],
+        cwd=checkout,
+        env=git_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",
     )
     write_atomic(record, json.dumps({"pid": proc.pid, "ticks": _start_ticks(proc.pid), "began": began}))
     kill_point(f"{step}:git-{args[0]}:started")
@@ -69,7 +77,7 @@ def _open_by_anyone(path: Path) -> bool:
 
 def _provably_ours(lock: Path, record_path: Path) -> bool:
     try:
-        record = json.loads(record_path.read_text())
+        record = json.loads(record_path.read_text(encoding="utf-8"))
         created = lock.stat().st_mtime
     except (OSError, ValueError):
         return False

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .checkout import state_dir, write_atomic
+from .checkout import state_dir
+from .files import write_atomic
 
 
 def journal_path(checkout: Path) -> Path:
@@ -24,7 +25,7 @@ def journal_path(checkout: Path) -> Path:
 def read_journal(checkout: Path) -> dict | None:
     """The journal a killed run left, or None."""
     path = journal_path(checkout)
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def owns(journal: dict | None, rel: str, state: list[str] | None) -> bool:

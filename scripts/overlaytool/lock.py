@@ -40,7 +40,7 @@ def timeout_s() -> float:
 def holder(path: Path) -> str:
     """'another apply, pid 123, started 2026-12-01 00:58:01 UTC' from the lock file (best effort)."""
     try:
-        info = json.loads(path.read_text())
+        info = json.loads(path.read_text(encoding="utf-8"))
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(info["started"]))
         return f"another {info['command']}, pid {info['pid']}, started {started}"
     except (OSError, ValueError, KeyError, TypeError):

@@ -37,7 +37,7 @@ class Pin:
 def load_pin(path: Path) -> Pin:
     """Parse one pin file; every problem names the file and the key."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise OverlayError(f"{path}: pin file not found") from exc
     except tomllib.TOMLDecodeError as exc:
@@ -73,7 +73,7 @@ SOURCE_COMMENT = "# where the commit above lives (it is not on url)"
 
 def pin_text(pin: Pin, commit: str, date: str | None, source: str | None) -> str:
     """The pin file with a new commit (and date, and `source`: None removes it), comments and layout kept."""
-    text = pin.file.read_text()
+    text = pin.file.read_text(encoding="utf-8")
     text = re.sub(r'(?m)^commit\s*=\s*"[0-9a-fA-F]*"', f'commit = "{commit}"', text)
     if date is not None:
         text = re.sub(r'(?m)^date\s*=\s*"[^"]*"', f'date = "{date}"', text)

@@ -1,4 +1,4 @@
-"""The project files a rebase changes — `patches/*.patch`, `patches/series`, the pin — all or nothing.
+"""The project files a rebase changes — the target's `*.patch` files and `series`, its pin — all or nothing.
 
 `snapshot` copies them into the checkout's git directory when the rebase starts; `--abort` puts
 that copy back exactly (`restore`), whatever step a finish died at. A finish exports the new
@@ -15,12 +15,14 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from .apply import build_result
-from .checkout import overlay_files, state_dir
+from .checkout import state_dir
+from .commit_export import export_commits
 from .faults import kill_point
+from .overlay import overlay_files
+from .patchfile import parse_patch
 from .pins import Pin, load_pin, pin_text
-from .refresh import export_commits
-from .series import load_series, parse_patch, read_series
+from .series import load_series, read_series
+from .series_index import build_result
 from .targets import Target
 
 STEP = "rebase"
@@ -130,8 +132,8 @@ def publish(target: Target, staged: Target, new_pin_text: str) -> None:
         if path.name not in new:
             path.unlink()
             kill_point(f"{STEP}:delete-{path.name}")
-    if target.pin.file.read_text() != new_pin_text:
-        write_bytes_atomic(target.pin.file, new_pin_text.encode())
+    if target.pin.file.read_text(encoding="utf-8") != new_pin_text:
+        write_bytes_atomic(target.pin.file, new_pin_text.encode("utf-8"))
         kill_point(f"{STEP}:pin")
 
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from .gitcmd import git
+from .patchfile import Patch, decode
 from .replay import MISSING, RENAME_THRESHOLD, patch_paths, unmerged
-from .series import Patch
 
 WHAT_TO_DO = {
     "conflict": "Resolve the conflict markers in the checkout, then `nox -s rebase -- --continue`; "
@@ -45,7 +45,7 @@ def status_lines(state: dict) -> list[str]:
 
 def _hunk_text(patch: Patch, rel: str) -> str:
     """The hunks of `rel` in the patch file, as written there."""
-    text, out, inside = patch.path.read_text(), [], False
+    text, out, inside = decode(patch.path.read_bytes()), [], False
     for line in text.split("\n"):
         if line.startswith("diff --git "):
             inside = line.split(" ")[2][2:] == rel
@@ -98,7 +98,11 @@ def conflict_details(checkout: Path, patch: Patch, state: dict, missing: list[st
         kind = MISSING if rel in missing else "conflict"
         sources = {p for p, q in moved.items() if q == rel} | {rel}
         fps = [fp for fp in patch.files if {fp.old_path, fp.new_path} & sources]
-        text = (checkout / rel).read_text(errors="replace") if (checkout / rel).is_file() else ""
+        text = (
+            (checkout / rel).read_text(encoding="utf-8", errors="replace")
+            if (checkout / rel).is_file()
+            else ""
+        )
         blocks = re.findall(r"(?ms)^<<<<<<< .*?^>>>>>>> [^\n]*$", text)
         candidates = rename_candidates(checkout, old, new, rel) if kind == MISSING else []
         paths = sorted(sources | {c["path"] for c in candidates})
@@ -134,7 +138,7 @@ def write_report(checkout: Path, state: dict, details: list[dict] | None = None,
     `done` (a one-line outcome) marks a finished rebase: the report then describes no open conflict."""
     md_path, json_path = report_paths(checkout)
     report = {**state, "conflict_details": details or [], "resolved": bool(done), "outcome": done}
-    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     lines = [f"# Rebase of the series: {state['old'][:12]} → {state['new'][:12]}", ""]
     if done:
         lines += [f"**Resolved**: {done}", ""]
@@ -158,5 +162,22 @@ def write_report(checkout: Path, state: dict, details: list[dict] | None = None,
         for block in d["conflicts"]:
             lines += ["", "```", block, "```"]
         lines += ["", f"What to do: {d['what_to_do']}"]
-    md_path.write_text("\n".join(lines) + "\n")
+    md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return md_path
+
+
+def stop_message(state: dict, details: list[dict], report: Path) -> str:
+    """What stopped, the statuses so far, where the report is and what to do next."""
+    name = state["patches"][state["next"]]
+    what = "modifies a file missing at" if state["stop"]["kind"] == MISSING else "conflicts with"
+    lines = [f"Patch {name} {what} upstream {state['new'][:12]}:"]
+    for d in details:
+        was = f" (moved from {', '.join(d['was'])})" if d["was"] else ""
+        if d["kind"] == MISSING:
+            best = ", ".join(f"{c['path']} {c['similarity']} %" for c in d["candidates"]) or "none"
+            lines.append(f"  {d['file']}: missing at the target; git's best candidates: {best}")
+        else:
+            lines.append(f"  {d['file']}{was}: conflict")
+    lines += ["Statuses so far:", *status_lines(state), f"Report: {report}"]
+    lines.append(f"Next: {WHAT_TO_DO[state['stop']['kind']]}")
+    return "\n".join(lines)

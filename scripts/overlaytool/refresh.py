@@ -3,41 +3,23 @@
 Two ways to edit upstream:
 - in the work tree (after `apply`): each changed file goes back into the one patch that touches
   it, keeping the patch's header; a file touched by several patches, or by none, needs commits;
-- as commits on top of the pin: one commit per patch, exported with `git format-patch`
-  (zero commit ids, no signature, no stat, full blob ids); a patch keeps its file name when its
-  subject is unchanged.
+- as commits on top of the pin (`edit`): one commit per patch, exported by commit_export.py; a
+  patch keeps its file name (its `Patch-Filename:` trailer), whatever its subject becomes.
 Edits of overlay files are copied back to `overlay/`; overlay files never become patches.
 """
 
 from __future__ import annotations
 
-import re
-
 from . import OverlayError
-from .checkout import (
-    checkout_lock,
-    current,
-    current_state,
-    index_env,
-    modified,
-    overlay_blob,
-    overlay_files,
-    put,
-    read_stamp,
-    same_state,
-)
-from .gitcmd import TOOL_IDENTITY, git, git_out
-from .series import Patch, load_series
+from .checkout import checkout_lock, index_env, read_stamp
+from .commit_export import export_commits
+from .files import current, current_state, modified, put, same_state
+from .gitcmd import git, git_out
+from .overlay import overlay_blob, overlay_files
+from .patchfile import Patch, encode
+from .series import load_series
 from .targets import Target
 
-FORMAT_PATCH = (
-    "format-patch",
-    "--zero-commit",
-    "--no-signature",
-    "--no-stat",
-    "--no-numbered",
-    "--full-index",
-)
 DIFF = (
     "diff",
     "--full-index",
@@ -49,43 +31,6 @@ DIFF = (
 )
 
 
-def slug(subject: str) -> str:
-    """File name for a patch from its subject."""
-    return re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")[:60] + ".patch"
-
-
-def _write_series(target: Target, names: list[str], base: str | None = None) -> None:
-    """Rewrite the series file with `names`, keeping its comments where they were: a comment
-    block right above a patch (a group label) stays above it, the header (up to the last blank
-    line before the first patch) stays on top, trailing comments stay last. `# base-commit:` is
-    updated at the end of the header."""
-    series = target.patch_dir / "series"
-    lines = series.read_text().splitlines()
-    if base is not None:
-        lines = [line for line in lines if not line.startswith("# base-commit:")]
-    blocks: dict[str, list[str]] = {}
-    block: list[str] = []
-    for line in lines:
-        if not line.strip() or line.startswith("#"):
-            block.append(line)
-        else:
-            blocks[line.strip()], block = block, []
-    header, trailer = block, []
-    if blocks:
-        first = next(iter(blocks))
-        split = max((i + 1 for i, line in enumerate(blocks[first]) if not line.strip()), default=0)
-        header, blocks[first], trailer = blocks[first][:split], blocks[first][split:], block
-    if base is not None:
-        end = len(header)
-        while end and not header[end - 1].strip():
-            end -= 1  # the line goes above the header's closing blank lines
-        header = [*header[:end], f"# base-commit: {base}", *header[end:]]
-    out = list(header)
-    for name in names:
-        out += [*blocks.get(name, []), name]
-    series.write_text("\n".join([*out, *trailer]) + "\n")
-
-
 def _sync_overlay(target: Target) -> list[str]:
     """Copy edited overlay files from the checkout back into overlay/; return their paths."""
     changed = []
@@ -95,26 +40,6 @@ def _sync_overlay(target: Target) -> list[str]:
             put(source, blob)
             changed.append(rel)
     return changed
-
-
-def export_commits(target: Target, patches: list[Patch], base: str | None = None) -> list[str]:
-    """One patch per commit in pin..HEAD, written with format-patch; return the new series."""
-    checkout = target.checkout
-    by_subject = {p.subject: p.name for p in patches}
-    commits = git_out("rev-list", "--reverse", f"{target.pin.commit}..HEAD", cwd=checkout).split()
-    names = []
-    for commit in commits:
-        text = git(*FORMAT_PATCH, "--stdout", "-1", commit, cwd=checkout).stdout
-        subject = git_out("log", "-1", "--format=%s", commit, cwd=checkout)
-        name = by_subject.get(subject) or slug(subject)
-        if name in names:
-            raise OverlayError(f"Two commits export to {name}: give commit {commit[:12]} its own subject.")
-        (target.patch_dir / name).write_text(text)
-        names.append(name)
-    for old in {p.name for p in patches} - set(names):
-        (target.patch_dir / old).unlink()
-    _write_series(target, names, base)
-    return names
 
 
 def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str | None]) -> list[str]:
@@ -154,21 +79,20 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
                 git("update-index", "--add", "--cacheinfo", f"{blob.mode},{sha.decode().strip()},{rel}",
                     cwd=checkout, env=env)  # fmt: skip
         after = git_out("write-tree", cwd=checkout, env=env)
-        diff = git(*DIFF, before, after, cwd=checkout).stdout
+        diff = git(*DIFF, before, after, cwd=checkout, text=False).stdout
         if not diff:
             raise OverlayError(
                 f"{patch.name}: your edits revert the whole patch; remove it from the series instead."
             )
-        patch.path.write_text(f"{patch.header}\n{diff}")
+        patch.path.write_bytes(encode(f"{patch.header}\n") + diff)
         rewritten.append(patch.name)
     unowned = sorted(p for p in edited_files if p not in owners)
     if unowned:
         raise OverlayError(
             "These changed files belong to no patch: "
             + ", ".join(unowned)
-            + ".\nCommit them on top of the pin "
-            "(git -C upstream/StreamPETR commit) with a subject and a DEP-3 Description/Forwarded body, "
-            "then run refresh again to export the commits."
+            + f".\nCommit them on top of the pin (git -C {checkout} commit) with a subject and a DEP-3 "
+            "Description/Forwarded body, then run refresh again to export the commits."
         )
     return rewritten
 
@@ -204,21 +128,3 @@ def _refresh_locked(target: Target) -> str:
     if overlay:
         summary += f"; overlay files updated: {', '.join(overlay)}"
     return summary
-
-
-def commit_series(target: Target) -> int:
-    """Turn the applied series into commits on top of the pin (one per patch) to edit with git."""
-    checkout = target.checkout
-    with checkout_lock(checkout, "edit"):
-        return _commit_series_locked(target)
-
-
-def _commit_series_locked(target: Target) -> int:
-    checkout = target.checkout
-    if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
-        raise OverlayError(f"{checkout} already has commits on top of the pin.")
-    patches = load_series(target.patch_dir)
-    git("checkout", "--quiet", "--force", "--detach", target.pin.commit, cwd=checkout)
-    for patch in patches:
-        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
-    return len(patches)

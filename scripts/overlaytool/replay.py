@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import OverlayError
-from .checkout import current
 from .diagnose import diagnose_patch
 from .faults import kill_point
+from .files import current
 from .gitcmd import TOOL_IDENTITY, git
-from .series import Patch
+from .patchfile import Patch
 
 RENAME_THRESHOLD = 50  # percent of similarity for git to call a file moved (git's default, -M50%)
 CLEAN, OFFSET, MERGED_3WAY, ALREADY_UPSTREAM = "clean", "offset", "merged-3way", "already-upstream"

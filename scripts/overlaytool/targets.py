@@ -1,19 +1,30 @@
-"""What `apply` manages: each pinned repository with its checkout, patch series and overlay."""
+"""The patch targets, read from `patches/config.toml`: each pinned upstream with its series and overlay.
+
+One `[[target]]` table per target, in apply order (a checkout nested in another's comes after it):
+`name` (what `--target` takes), `pin` (the pin file; its `checkout` key says where it is checked out),
+`patches` (the folder holding its `series` and `.patch` files) and, optionally, `overlay`. A listed
+target whose folder or series file is missing is an error naming the file: nothing applies silently.
+"""
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import OverlayError
 from .pins import Pin, load_pin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+CONFIG = Path("patches") / "config.toml"
+KEYS = {"name", "pin", "patches", "overlay"}
 
 
 @dataclass(frozen=True)
 class Target:
     """A pinned upstream, where it is checked out, and what goes on top of it."""
 
+    name: str
     pin: Pin
     checkout: Path
     patch_dir: Path
@@ -24,11 +35,82 @@ class Target:
         return self.pin.name
 
 
+def _inside(root: Path, config: Path, where: str, key: str, value: object) -> Path:
+    """`value` as a path inside the project root; anything else is an error naming the key."""
+    if not isinstance(value, str) or not value.strip():
+        raise OverlayError(f"{config}: {where}: key '{key}' is missing or not a non-empty string")
+    if Path(value).is_absolute() or ".." in Path(value).parts:
+        raise OverlayError(f"{config}: {where}: key '{key}' must be a path inside the project, got {value!r}")
+    return root / value
+
+
+def _target(root: Path, config: Path, number: int, entry: object) -> Target:
+    where = f"target {number}"
+    if not isinstance(entry, dict):
+        raise OverlayError(f"{config}: {where} is not a table ([[target]])")
+    if isinstance(entry.get("name"), str):
+        where = f"target {number} ({entry['name']!r})"
+    unknown = sorted(set(entry) - KEYS)
+    if unknown:
+        raise OverlayError(
+            f"{config}: {where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})"
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise OverlayError(f"{config}: {where}: key 'name' is missing or not a non-empty string")
+    pin = load_pin(_inside(root, config, where, "pin", entry.get("pin")))
+    patch_dir = _inside(root, config, where, "patches", entry.get("patches"))
+    if not patch_dir.is_dir():
+        raise OverlayError(f"{config}: {where}: the patch folder {patch_dir} does not exist (key 'patches')")
+    if not (patch_dir / "series").is_file():
+        raise OverlayError(
+            f"{config}: {where}: {patch_dir / 'series'} does not exist; every target needs its series "
+            "file (an empty one for a target without patches)"
+        )
+    overlay = entry.get("overlay")
+    overlay_dir = None if overlay is None else _inside(root, config, where, "overlay", overlay)
+    if overlay_dir is not None and not overlay_dir.is_dir():
+        raise OverlayError(
+            f"{config}: {where}: the overlay folder {overlay_dir} does not exist (key 'overlay')"
+        )
+    return Target(name, pin, root / pin.checkout, patch_dir, overlay_dir)
+
+
 def load_targets(root: Path = REPO_ROOT) -> list[Target]:
-    """StreamPETR first (its checkout contains mmdetection3d's), then mmdetection3d."""
-    streampetr = load_pin(root / "upstream" / "streampetr.toml")
-    mmdet3d = load_pin(root / "upstream" / "mmdetection3d.toml")
-    return [
-        Target(streampetr, root / streampetr.checkout, root / "patches", root / "overlay"),
-        Target(mmdet3d, root / mmdet3d.checkout, root / "patches" / "mmdetection3d", None),
-    ]
+    """Every target of `patches/config.toml`, in its order; every problem names the file and the key."""
+    config = root / CONFIG
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise OverlayError(f"{config}: the target list is missing") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise OverlayError(f"{config}: not valid TOML: {exc}") from exc
+    entries = data.get("target")
+    if not isinstance(entries, list) or not entries:
+        raise OverlayError(f"{config}: lists no target (one [[target]] table per patched upstream)")
+    extra = sorted(set(data) - {"target"})
+    if extra:
+        raise OverlayError(f"{config}: unknown top-level key(s) {', '.join(extra)} (only [[target]] tables)")
+    targets = [_target(root, config, i, entry) for i, entry in enumerate(entries, 1)]
+    for key in ("name", "patch_dir", "checkout"):
+        values = [getattr(t, key) for t in targets]
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:
+            raise OverlayError(f"{config}: two targets share the {key.replace('_dir', '')} {twice[0]}")
+    return targets
+
+
+def select(targets: list[Target], names: list[str] | None) -> list[Target]:
+    """The targets `--target` names (all of them when none is named), in the config's order."""
+    if not names:
+        return targets
+    known = {t.name: t for t in targets}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise OverlayError(f"unknown target {unknown[0]!r}: {CONFIG} lists {', '.join(known)}")
+    return [t for t in targets if t.name in names]
+
+
+def select_one(targets: list[Target], name: str | None) -> Target:
+    """The target `--target` names, else the first of the config (StreamPETR)."""
+    return select(targets, [name])[0] if name else targets[0]

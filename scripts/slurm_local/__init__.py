@@ -1,1 +1,6 @@
-"""A local single-node SLURM for the SLURM smoke run (`nox -s slurm_smoke`)."""
+"""A local single-node SLURM for the SLURM smoke run (`nox -s slurm_smoke`).
+
+- :mod:`.cluster`   ``LocalSlurm``: start munged, slurmctld and slurmd in a temp folder, stop them after
+- :mod:`.conf`      its ``slurm.conf``
+- :mod:`.programs`  the programs it needs: missing ones, whether it can start here, apt-get install
+"""

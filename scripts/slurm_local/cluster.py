@@ -17,92 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-DAEMONS = ("munged", "slurmctld", "slurmd")
-CLIENTS = ("srun", "sbatch", "sinfo", "scontrol", "squeue", "scancel")
-APT_PACKAGES = ("slurm-wlm", "munge")
-
-
-class SlurmUnavailable(RuntimeError):
-    """SLURM cannot be started here (the message says what is missing)."""
-
-
-def missing_programs() -> list[str]:
-    """The SLURM/munge programs not found on PATH (nor in /usr/sbin)."""
-    path = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
-    return [p for p in (*DAEMONS, *CLIENTS) if not shutil.which(p, path=path)]
-
-
-def why_not_startable() -> str | None:
-    """None when a local SLURM can be started (programs installed, running as root), else why not."""
-    if os.name != "posix" or os.geteuid() != 0:
-        return "a local SLURM needs root (slurmd runs the tasks as their user)"
-    missing = missing_programs()
-    if missing:
-        return f"not installed: {', '.join(missing)} (apt-get install {' '.join(APT_PACKAGES)})"
-    return None
-
-
-def install_with_apt() -> None:
-    """`apt-get update` once, then install slurm-wlm and munge (root, Debian/Ubuntu)."""
-    if not shutil.which("apt-get"):
-        raise SlurmUnavailable(f"no apt-get: install {', '.join(APT_PACKAGES)} with the system's packager")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES]
-    subprocess.run(install, check=True, env=env)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _sbin(name: str) -> str:
-    found = shutil.which(name, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
-    if not found:
-        raise SlurmUnavailable(f"{name} is not installed")
-    return found
-
-
-def slurm_conf(state: Path, host: str, cpus: int, memory_mb: int) -> str:
-    """A minimal slurm.conf: `host` is controller and the only node (all its CPUs), partition cpu."""
-    ctld, slurmd = _free_port(), _free_port()
-    return f"""\
-ClusterName=localsmoke
-SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={ctld}
-SlurmdPort={slurmd}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={state}/munge.socket
-StateSaveLocation={state}/ctld
-SlurmdSpoolDir={state}/slurmd
-SlurmctldPidFile={state}/slurmctld.pid
-SlurmdPidFile={state}/slurmd.pid
-SlurmctldLogFile={state}/slurmctld.log
-SlurmdLogFile={state}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SwitchType=switch/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-ReturnToService=2
-JobRequeue=1
-KillWait=5
-MinJobAge=600
-SlurmctldTimeout=30
-SlurmdTimeout=30
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
-PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
-"""
+from .conf import slurm_conf
+from .programs import SlurmUnavailable, program_path, why_not_startable
 
 
 class LocalSlurm:
@@ -133,7 +49,11 @@ class LocalSlurm:
         assert self.state is not None
         log = (self.state / f"{name}.out").open("w")
         proc = subprocess.Popen(
-            [_sbin(name), *args], stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            [program_path(name), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
         )
         self._popen[name] = proc
 

@@ -12,8 +12,9 @@ import numpy as np
 from . import render
 from .catalog import CAMERAS
 from .infos import write_infos
-from .layout import Scene, build_scene, scene_plan
+from .layout import build_scene, scene_plan
 from .tables import Names, build_tables, write_lidar, write_maps, write_tables
+from .world import Scene
 
 
 def _visibility_token(frac: float) -> str:

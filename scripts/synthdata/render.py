@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw
 
 from . import geometry as g
 from .catalog import COLOURS
-from .layout import IMG_H, IMG_W, Ann, Scene
+from .world import IMG_H, IMG_W, Ann, Scene
 
 JPEG_QUALITY = 92
 _GRAIN_SIZE = 1024

@@ -12,7 +12,7 @@ from PIL import Image
 
 from . import geometry as g
 from .catalog import ATTRIBUTES, CAMERAS, CATEGORIES, LIDAR, VISIBILITIES
-from .layout import IMG_H, IMG_W, Scene
+from .world import IMG_H, IMG_W, Scene
 
 VERSION = "v1.0-mini"
 TABLES = (

@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 took = time.monotonic() - started
                 print(f"{env}: {len(entries)} packages locked ({took:.0f} s)", flush=True)
         if "kit" in args.only:
-            from gpukit.build import build_kit, collect_kit, kit_size
+            from gpukit.build import build_kit, kit_size
+            from gpukit.kit_wheels import collect_kit
 
             started = time.monotonic()
             versions = [v.strip() for v in args.kit_python.split(",") if v.strip()]

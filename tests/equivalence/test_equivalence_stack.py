@@ -35,7 +35,7 @@ EXACT_FIELDS = (
 
 @pytest.fixture(scope="module")
 def upstream() -> None:
-    from equivalence.loaders import import_upstream
+    from equivalence.original import import_upstream
 
     import_upstream()
 
@@ -45,7 +45,7 @@ def batch_records(upstream: None, synthetic_dataset: Path) -> dict[str, dict[str
     """Both configs, ``BATCHES`` batches each, seed chosen to cover flips and right-side padding."""
     from dali_streampetr.config import loader_config_from
     from equivalence.harness import compare_batches, covering_seed
-    from equivalence.loaders import load_config
+    from equivalence.original import load_config
 
     records = {}
     for name in ("r50", "vov"):
@@ -112,7 +112,8 @@ def test_comparator_catches_perturbations(batch_records, upstream, synthetic_dat
     """The harness is not vacuous: a 2e-4 geometry offset, a DataContainer flag and a dropped 2D box fail."""
     import torch
     from equivalence.compare import BatchComparator
-    from equivalence.loaders import LockStep, load_config
+    from equivalence.lockstep import LockStep
+    from equivalence.original import load_config
 
     cfg = load_config("r50", synthetic_dataset, samples_per_gpu=1)
     steps = LockStep(cfg, synthetic_dataset, seed=0)
@@ -162,7 +163,7 @@ def test_sequence_order_and_prev_exists_match_the_sampler(
     upstream, synthetic_dataset, world_size, batch
 ) -> None:
     """Real dataset flags, real sampler (as the plugin's build_dataloader builds it for rank r of W)."""
-    from equivalence.loaders import load_config, original_dataset
+    from equivalence.original import load_config, original_dataset
     from equivalence.sequence import compare_streams
 
     cfg = load_config("r50", synthetic_dataset, samples_per_gpu=batch)
@@ -172,7 +173,7 @@ def test_sequence_order_and_prev_exists_match_the_sampler(
 
 
 def test_both_refuse_more_slots_than_groups(upstream, synthetic_dataset) -> None:
-    from equivalence.loaders import load_config, original_dataset
+    from equivalence.original import load_config, original_dataset
     from equivalence.sequence import compare_streams
 
     cfg = load_config("r50", synthetic_dataset, samples_per_gpu=2)
@@ -203,7 +204,7 @@ def test_draw_distributions_match_upstream(upstream, synthetic_dataset, name) ->
     from dali_streampetr.config import loader_config_from
     from equivalence.draws import compare_draws, dali_draws, upstream_draws
     from equivalence.harness import pad_threshold
-    from equivalence.loaders import load_config
+    from equivalence.original import load_config
 
     cfg = load_config(name, synthetic_dataset)
     loader_cfg = loader_config_from(cfg)

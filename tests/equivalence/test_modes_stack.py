@@ -36,7 +36,7 @@ MODES = {
 
 @pytest.fixture(scope="module")
 def upstream() -> None:
-    from equivalence.loaders import import_upstream
+    from equivalence.original import import_upstream
 
     import_upstream()
 
@@ -65,7 +65,7 @@ def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_d
     from dali_streampetr.config import loader_config_from
     from dali_streampetr.training_mode import UnsupportedConfigError
     from equivalence.harness import upstream_training_configs
-    from equivalence.loaders import CHECKOUT, load_config
+    from equivalence.original import CHECKOUT, load_config
 
     configs = upstream_training_configs(CHECKOUT)
     assert configs == sorted(MODES)
@@ -95,7 +95,7 @@ def _assert_equivalent(record: dict[str, Any]) -> None:
 def test_petrv1_batches_match_upstream_with_replacements(upstream, partly_unlabelled) -> None:
     """Single frame: upstream's sampler order, prev_exists False, and the frames without labels
     replaced (the replacement replayed into upstream's _rand_another, checked against its pool)."""
-    from equivalence.loaders import load_config
+    from equivalence.original import load_config
 
     cfg = load_config("petrv1", partly_unlabelled, samples_per_gpu=2)
     record = _compare(cfg, partly_unlabelled, batches=4, seed=1)
@@ -108,7 +108,7 @@ def test_petrv1_replacements_are_upstreams_rand_another(upstream, partly_unlabel
     as the DALI sample's generator (the same ``np.random.choice`` over the same pool)."""
     from dali_streampetr.iterator import build_loader
     from dali_streampetr.queues import queue_seed
-    from equivalence.loaders import load_config, original_dataset
+    from equivalence.original import load_config, original_dataset
 
     cfg = load_config("petrv1", partly_unlabelled, samples_per_gpu=2)
     dataset = original_dataset(cfg)
@@ -126,7 +126,7 @@ def test_petrv1_replacements_are_upstreams_rand_another(upstream, partly_unlabel
 
 def test_8key_batches_match_upstream_on_the_time_axis(upstream, synthetic_dataset) -> None:
     """Sliding window: 8 frames per sample, each through upstream's pipeline with its own draw."""
-    from equivalence.loaders import load_config
+    from equivalence.original import load_config
 
     cfg = load_config("8key", synthetic_dataset)
     record = _compare(cfg, synthetic_dataset, batches=2, seed=3)
@@ -164,7 +164,7 @@ def test_8key_queues_match_upstream_over_many_iterations(upstream, synthetic_dat
 
     from dali_streampetr.iterator import build_loader
     from dali_streampetr.queues import queue_seed
-    from equivalence.loaders import load_config, original_dataset
+    from equivalence.original import load_config, original_dataset
     from equivalence.sequence import Run, original_epoch_indices
 
     cfg = load_config("8key", synthetic_dataset)
@@ -189,7 +189,7 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     import torch.distributed as dist
     from dali_streampetr.integration import require_distributed_for
     from dali_streampetr.training_mode import UnsupportedConfigError
-    from equivalence.loaders import load_config
+    from equivalence.original import load_config
 
     assert not dist.is_initialized()
     for name in ("petrv1", "8key"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loaderbench import report
+from loaderbench import report, summary
 from loaderbench.cases import Case, sweep
 
 # Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
@@ -34,11 +34,11 @@ def raw(
 
 
 def with_summary(r: dict) -> dict:
-    return {**r, "summary": report.summarise_case(r)}
+    return {**r, "summary": summary.summarise_case(r)}
 
 
 def test_summarise_case_median_spread_and_rates():
-    s = report.summarise_case(raw(Case("r50", "torch", workers=2), [400, 500, 600], 0.8))
+    s = summary.summarise_case(raw(Case("r50", "torch", workers=2), [400, 500, 600], 0.8))
     assert s["ms_per_batch"] == pytest.approx(500)
     assert s["spread"] == pytest.approx(0.4)
     assert s["samples_per_s"] == pytest.approx(4.0)
@@ -60,7 +60,7 @@ def test_ratios_use_equal_cores_and_floors():
         {"profile": "r50", "mode": "roi", "threads": 1, "ms_per_batch": 100.0, "cpu_s_per_batch": 0.1},
         {"profile": "r50", "mode": "full", "threads": 1, "ms_per_batch": 125.0, "cpu_s_per_batch": 0.12},
     ]
-    rows = {r["dali"]: r for r in report.ratios(cases, floors)}
+    rows = {r["dali"]: r for r in summary.ratios(cases, floors)}
     t1 = rows["r50/dali-cpu-t1"]
     assert t1["torch"] == "r50/torch-w1"  # the faster of the two 1-core torch configurations
     assert t1["speed"] == pytest.approx(4.0)
@@ -126,7 +126,7 @@ def test_training_thread_and_pss_ratios():
     s = cases[3]["summary"]
     assert s["handover_ms"] == pytest.approx(4.75) and s["handover_ms_max"] == pytest.approx(40)
     assert s["handover_ms_p90"] == pytest.approx(29.5)  # numpy.percentile([4, 4.5, 5, 40], 90)
-    rows = {r["dali"]: r for r in report.ratios(cases, [])}
+    rows = {r["dali"]: r for r in summary.ratios(cases, [])}
     t1, t2 = rows["r50/dali-cpu-t1"], rows["r50/dali-cpu-t2"]
     assert t1["torch_handover"] == "r50/torch-w1" and t1["handover"] == pytest.approx(4.75 / 20)
     assert t1["pss_vs_torch_w2"] == pytest.approx(1300 / 1400)
@@ -141,19 +141,19 @@ def test_training_thread_and_pss_ratios():
 def test_table_without_handover_timing():
     cases = [with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.2))]
     assert cases[0]["summary"]["handover_ms"] is None
-    assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in report.table(cases, [], report.ratios(cases, []))
+    assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in report.table(cases, [], summary.ratios(cases, []))
 
 
 def test_rounds_pool_repeats_and_keep_the_highest_peak():
     case = Case("r50", "dali", threads=1)
     first = {**raw(case, [200, 210, 220], 0.3, handover_ms=[1.0, 2.0], pss=900.0), "repeats": 3}
     second = {**raw(case, [300, 310, 320], 0.5, handover_ms=[4.0], pss=950.0), "repeats": 3}
-    merged = report.merge_rounds([first, second])
+    merged = summary.merge_rounds([first, second])
     assert merged["repeats"] == 6 and merged["rounds"] == [first, second]
-    s = report.summarise_case(merged)
+    s = summary.summarise_case(merged)
     assert s["ms_per_batch"] == pytest.approx(260)  # median of the six repeats, not of one round
     assert s["ms_per_batch_min"] == pytest.approx(200) and s["ms_per_batch_max"] == pytest.approx(320)
     assert s["cpu_s_per_batch"] == pytest.approx(0.4)
     assert s["handover_ms"] == pytest.approx(2.0) and s["handover_ms_max"] == pytest.approx(4.0)
     assert s["peak_pss_mb"] == 950.0
-    assert report.merge_rounds([first]) is first
+    assert summary.merge_rounds([first]) is first

@@ -11,7 +11,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from slurm_local.cluster import LocalSlurm, why_not_startable
+from slurm_local.cluster import LocalSlurm
+from slurm_local.programs import why_not_startable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REASON = why_not_startable()

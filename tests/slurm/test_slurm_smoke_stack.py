@@ -1,4 +1,4 @@
-"""Stack tier: the SLURM smoke run (`nox -s slurm_smoke`, scripts/upstream_run/slurm_smoke.py) on a
+"""Stack tier: the SLURM smoke run (`nox -s slurm_smoke`, scripts/upstream_run/slurm_smoke/) on a
 real SLURM, its quick form: 2 srun tasks train 3 iterations with the DALI loader through
 `--launcher slurm`, sharded; warned by SIGUSR1 after the first, the job checkpoints, requeues
 itself and finishes on the exact stream; then tools/test.py evaluates under srun. Skips with one
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_local.cluster import why_not_startable
+from slurm_local.programs import why_not_startable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REASON = why_not_startable()

@@ -11,6 +11,7 @@ from overlaytool.cache import mirror_path
 from overlaytool.gitcmd import git_out
 from overlaytool.pins import load_pin
 from overlaytool.series import load_series
+from overlaytool.targets import load_targets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("tools/slurm_train.sh", "tools/slurm_test.sh")
@@ -38,7 +39,9 @@ def srun_options(script: str) -> list[str]:
 
 
 def test_no_patch_touches_upstreams_slurm_scripts() -> None:
-    touched = {fp.path for p in load_series(REPO_ROOT / "patches") for fp in p.files}
+    touched = {
+        fp.path for target in load_targets(REPO_ROOT) for p in load_series(target.patch_dir) for fp in p.files
+    }
     assert not touched & set(SCRIPTS)
 
 
@@ -50,7 +53,8 @@ def test_the_scripts_start_every_task_with_srun_and_launcher_slurm(path: str) ->
 
 
 def test_the_smoke_runs_slurm_test_sh_s_line_without_gres(tmp_path: Path) -> None:
-    from upstream_run.slurm_smoke import parse_args, test_line
+    from upstream_run.slurm_smoke.cli import parse_args
+    from upstream_run.slurm_smoke.command_lines import test_line
 
     args = parse_args(["--data-root", str(tmp_path)])
     cmd = test_line(args, tmp_path / "iter_3.pth", tmp_path / "eval")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from scenario import configure_v1, configure_v2, observed, patch_texts
-from tooling_repos import TRAIN_PY, Project, commit_files, git, write_pin
+from tooling_repos import TRAIN_PY, Project, commit_files, git, write_config, write_pin
 
 
 @pytest.fixture
@@ -28,9 +28,8 @@ def build_project(tmp_path: Path) -> Project:
     mm_commit = commit_files(mmdet3d, {"mmdet3d/__init__.py": "x = 1\n"}, "rc6")
     root = tmp_path / "proj"
     (root / "upstream").mkdir(parents=True)
-    (root / "patches").mkdir()
     (root / "overlay").mkdir()
-    (root / "patches" / "series").write_text("# test series\n")
+    write_config(root)
     write_pin(
         root / "upstream" / "streampetr.toml",
         "StreamPETR",

@@ -53,7 +53,7 @@ def project_state(project: Project) -> dict:
     """Everything a rebase may touch: patches/, the pin, the checkout, the reports, the cache's refs."""
     mirror = project.cache / "mirrors" / "exiawsh+StreamPETR.git"
     return {
-        "patches": {p.name: p.read_bytes() for p in (project.root / "patches").glob("*") if p.is_file()},
+        "patches": {p.name: p.read_bytes() for p in (project.patch_dir).glob("*") if p.is_file()},
         "pin": (project.root / "upstream" / "streampetr.toml").read_bytes(),
         "upstream_dir": sorted(p.name for p in (project.root / "upstream").iterdir()),
         "tree": tree_state(project.checkout),
@@ -67,5 +67,5 @@ def project_state(project: Project) -> dict:
 
 def patch_paths(project: Project, name: str) -> list[str]:
     """The `diff --git` lines of a patch of the series."""
-    text = (project.root / "patches" / name).read_text()
+    text = (project.patch_dir / name).read_text()
     return [line for line in text.splitlines() if line.startswith("diff --git ")]

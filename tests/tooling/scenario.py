@@ -68,7 +68,7 @@ def configure_v2(project: Project, texts: dict[str, str]) -> None:
     project.pin = commit_files(project.upstream, {"docs/new.md": "docs\n"}, "Docs")
     toml = project.root / "upstream" / "streampetr.toml"
     toml.write_text(toml.read_text().replace(old_pin, project.pin))
-    patches = project.root / "patches"
+    patches = project.patch_dir
     (patches / "use-dali.patch").write_text(texts["use-dali-v2.patch"])
     for name in ("launcher.patch", "drop-old.patch"):
         (patches / name).unlink()

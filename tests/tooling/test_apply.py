@@ -144,8 +144,8 @@ def test_removed_patch_and_overlay_file_are_reverted(project: Project, good_patc
     project.add_patch("use-dali.patch", good_patch)
     (project.root / "overlay" / "cfg.py").write_text("a = 1\n")
     assert project.run("apply") == 0
-    (project.root / "patches" / "use-dali.patch").unlink()
-    (project.root / "patches" / "series").write_text("")
+    (project.patch_dir / "use-dali.patch").unlink()
+    (project.patch_dir / "series").write_text("")
     (project.root / "overlay" / "cfg.py").unlink()
     assert project.run("apply") == 0
     assert status(project) == []

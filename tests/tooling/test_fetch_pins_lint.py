@@ -113,20 +113,18 @@ def lint_errors(project: Project, capsys) -> str:
 
 
 def test_lint_missing_file(project: Project, capsys) -> None:
-    (project.root / "patches" / "series").write_text("nope.patch\n")
+    (project.patch_dir / "series").write_text("nope.patch\n")
     assert "entry 'nope.patch': file does not exist" in lint_errors(project, capsys)
 
 
 def test_lint_unlisted_patch(project: Project, tmp_path: Path, capsys) -> None:
-    (project.root / "patches" / "stray.patch").write_text(
-        make_patch(tmp_path, {"a": "1\n"}, {"a": "2\n"}, "S")
-    )
+    (project.patch_dir / "stray.patch").write_text(make_patch(tmp_path, {"a": "1\n"}, {"a": "2\n"}, "S"))
     assert "stray.patch: not listed in" in lint_errors(project, capsys)
 
 
 def test_lint_duplicate_entry(project: Project, tmp_path: Path, capsys) -> None:
     project.add_patch("a.patch", make_patch(tmp_path, {"a": "1\n"}, {"a": "2\n"}, "A"))
-    with (project.root / "patches" / "series").open("a") as f:
+    with (project.patch_dir / "series").open("a") as f:
         f.write("a.patch  # again\n")
     assert "entry 'a.patch': listed twice" in lint_errors(project, capsys)
 
@@ -139,7 +137,7 @@ def test_lint_path_escaping_the_tree(project: Project, tmp_path: Path, capsys) -
 
 
 def test_lint_series_entry_escaping(project: Project, capsys) -> None:
-    (project.root / "patches" / "series").write_text("../outside.patch\n")
+    (project.patch_dir / "series").write_text("../outside.patch\n")
     assert "must be a file name inside" in lint_errors(project, capsys)
 
 
@@ -156,7 +154,7 @@ def test_lint_patch_without_subject(project: Project, tmp_path: Path, capsys) ->
 
 
 def test_apply_runs_the_lint_first(project: Project, capsys) -> None:
-    (project.root / "patches" / "series").write_text("nope.patch\n")
+    (project.patch_dir / "series").write_text("nope.patch\n")
     assert project.run("apply") == 1
     assert "The patch series is not valid" in capsys.readouterr().err
     assert not project.checkout.exists()

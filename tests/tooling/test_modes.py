@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scenario import SH, configure_v1
 from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git, make_patch, mode_of
+from tooling_repos import TRAIN_PY, Project, git, make_patch, mode_of, with_filename
 
 
 def status(project: Project) -> list[str]:
@@ -41,9 +41,9 @@ def test_patched_and_overlay_files_keep_their_git_mode(project: Project, texts) 
 def test_dropping_patches_restores_pristine_modes_in_one_run(project: Project, texts) -> None:
     configure_v1(project, texts)
     assert project.run("apply") == 0
-    (project.root / "patches" / "series").write_text("use-dali.patch\ndrop-old.patch\n")
+    (project.patch_dir / "series").write_text("use-dali.patch\ndrop-old.patch\n")
     for name in ("launcher.patch", "exec-readme.patch"):
-        (project.root / "patches" / name).unlink()
+        (project.patch_dir / name).unlink()
     assert project.run("apply") == 0
     assert mode_of(project.checkout / "tools" / "dist_train.sh") == "100755"
     assert mode_of(project.checkout / "README.md") == "100644"
@@ -67,7 +67,7 @@ def test_refresh_exports_a_mode_change_as_format_patch_writes_it(project: Projec
     assert project.run("refresh") == 0
     expected = make_patch(tmp_path, base, dali, "Use DALI", executable=["tools/train.py"])
     assert "old mode 100644\nnew mode 100755" in expected
-    assert (project.root / "patches" / "use-dali.patch").read_text() == expected
+    assert (project.patch_dir / "use-dali.patch").read_text() == with_filename(expected, "use-dali.patch")
     assert mode_of(project.root / "overlay" / "cfg.py") == "100755"  # overlay modes go back too
     shutil.rmtree(project.checkout)
     assert project.run("apply") == 0
@@ -83,4 +83,4 @@ def test_a_patch_may_turn_a_file_into_a_symlink(project: Project, tmp_path: Path
     assert mode_of(project.checkout / "README.md") == "120000"
     assert (project.checkout / "README.md").read_text() == TRAIN_PY
     assert project.run("refresh") == 0
-    assert (project.root / "patches" / "link.patch").read_text() == text
+    assert (project.patch_dir / "link.patch").read_text() == with_filename(text, "link.patch")

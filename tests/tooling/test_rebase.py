@@ -82,12 +82,10 @@ def test_each_status_then_conflict_report_then_continue(series: Project, capsys)
     assert "conflict.patch: conflict (resolved)" in out and "range-diff" in out
 
     assert f'commit = "{new}"' in (series.root / "upstream" / "streampetr.toml").read_text()
-    names = [
-        n for n in (series.root / "patches" / "series").read_text().splitlines() if not n.startswith("#")
-    ]
+    names = [n for n in (series.patch_dir / "series").read_text().splitlines() if not n.startswith("#")]
     assert names == ["readme.patch", "use-dali.patch", "other.patch", "conflict.patch"]
-    assert f"# base-commit: {new}" in (series.root / "patches" / "series").read_text()
-    assert not (series.root / "patches" / "absorbed.patch").exists()
+    assert f"# base-commit: {new}" in (series.patch_dir / "series").read_text()
+    assert not (series.patch_dir / "absorbed.patch").exists()
     assert series.run("apply") == 0
     assert "up to date, nothing changed" in capsys.readouterr().out
     assert (series.checkout / "conflict.py").read_text() == patched(FILE, 3, "ours and theirs 3")
@@ -97,13 +95,13 @@ def test_each_status_then_conflict_report_then_continue(series: Project, capsys)
 
 
 def test_abort_restores_pin_series_and_tree(series: Project, capsys) -> None:
-    before = {p.name: p.read_bytes() for p in (series.root / "patches").iterdir()}
+    before = {p.name: p.read_bytes() for p in (series.patch_dir).iterdir()}
     pin_file = (series.root / "upstream" / "streampetr.toml").read_text()
     tree = (series.checkout / "tools" / "train.py").read_text()
     upstream_moves_on(series)
     assert series.run("rebase", "main", "--from", str(series.upstream)) == 1
     assert series.run("rebase", "--abort") == 0
-    assert {p.name: p.read_bytes() for p in (series.root / "patches").iterdir()} == before
+    assert {p.name: p.read_bytes() for p in (series.patch_dir).iterdir()} == before
     assert (series.root / "upstream" / "streampetr.toml").read_text() == pin_file
     assert git(series.checkout, "rev-parse", "HEAD").strip() == series.pin
     assert (series.checkout / "tools" / "train.py").read_text() == tree
@@ -120,18 +118,18 @@ def test_renamed_file_is_followed_by_the_three_way_merge(project: Project, tmp_p
     git(project.upstream, "commit", "-q", "-m", "Rename train.py")
     assert project.run("rebase", "main", "--from", str(project.upstream)) == 0
     assert "use-dali.patch: merged-3way" in capsys.readouterr().out
-    text = (project.root / "patches" / "use-dali.patch").read_text()
+    text = (project.patch_dir / "use-dali.patch").read_text()
     assert "diff --git a/tools/train_net.py b/tools/train_net.py" in text
     assert (project.checkout / "tools" / "train_net.py").read_text() == patched(TRAIN_PY, 10, "DALI")
 
 
 def test_unrelated_upstream_change_keeps_patches_byte_identical(series: Project, capsys) -> None:
-    before = {p.name: p.read_bytes() for p in (series.root / "patches").glob("*.patch")}
+    before = {p.name: p.read_bytes() for p in (series.patch_dir).glob("*.patch")}
     commit_files(series.upstream, {"docs/new.md": "docs\n"}, "Docs")
     assert series.run("rebase", "main", "--from", str(series.upstream)) == 0
     out = capsys.readouterr().out
     assert out.count(": clean") == 5
-    assert {p.name: p.read_bytes() for p in (series.root / "patches").glob("*.patch")} == before
+    assert {p.name: p.read_bytes() for p in (series.patch_dir).glob("*.patch")} == before
 
 
 def test_unknown_ref_and_second_rebase_are_refused(series: Project, capsys) -> None:

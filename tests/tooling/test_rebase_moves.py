@@ -76,7 +76,7 @@ def test_a_marker_left_in_a_moved_file_is_refused_by_name_and_line(series: Proje
     assert series.run("rebase", "--continue") == 0
     assert "model.patch: conflict (resolved) (pkg/model.py → src/pkg/model.py)" in capsys.readouterr().out
     for name in ("use-dali.patch", "model.patch"):
-        text = (series.root / "patches" / name).read_text()
+        text = (series.patch_dir / name).read_text()
         assert "<<<<<<<" not in text and "pyc" not in text and "loader.py" not in text and "notes" not in text
     assert patch_paths(series, "model.patch") == ["diff --git a/src/pkg/model.py b/src/pkg/model.py"]
     assert (series.checkout / "src" / "pkg" / "model.py").read_text() == resolved
@@ -109,9 +109,9 @@ def test_a_moved_and_rewritten_file_is_missing_at_target(series: Project, capsys
     out = capsys.readouterr().out
     assert "model.patch: skipped (dropped from the series)" in out
     assert "dropped from the series (--skip): model.patch" in out
-    series_file = (series.root / "patches" / "series").read_text()
+    series_file = (series.patch_dir / "series").read_text()
     names = [n for n in series_file.splitlines() if not n.startswith("#")]
-    assert names == ["use-dali.patch"] and not (series.root / "patches" / "model.patch").exists()
+    assert names == ["use-dali.patch"] and not (series.patch_dir / "model.patch").exists()
     assert not (series.checkout / "pkg" / "model.py").exists()
 
 
@@ -143,4 +143,4 @@ def test_a_resolution_that_changes_nothing_is_refused_until_skipped(series: Proj
     assert "The resolution of model.patch changes nothing" in capsys.readouterr().err
     assert series.run("rebase", "--skip") == 0
     assert "model.patch: skipped (dropped from the series)" in capsys.readouterr().out
-    assert not (series.root / "patches" / "model.patch").exists()
+    assert not (series.patch_dir / "model.patch").exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git, make_patch
+from tooling_repos import TRAIN_PY, Project, git, make_patch, with_filename
 
 SUBJECT = "Use DALI"
 
@@ -25,7 +25,7 @@ def applied(project: Project, tmp_path: Path) -> Project:
 
 
 def patch_files(project: Project) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((project.root / "patches").iterdir())}
+    return {p.name: p.read_bytes() for p in sorted((project.patch_dir).iterdir())}
 
 
 def test_round_trip_leaves_patches_byte_identical(applied: Project) -> None:
@@ -39,11 +39,11 @@ def test_work_tree_edit_goes_into_its_patch_as_format_patch_would_write_it(
 ) -> None:
     both = patched(patched(TRAIN_PY, 10, "DALI"), 30, "more DALI")
     (applied.checkout / "tools" / "train.py").write_text(both)
-    readme_before = (applied.root / "patches" / "readme.patch").read_bytes()
+    readme_before = (applied.patch_dir / "readme.patch").read_bytes()
     assert applied.run("refresh") == 0
     expected = make_patch(tmp_path, {"tools/train.py": TRAIN_PY}, {"tools/train.py": both}, SUBJECT)
-    assert (applied.root / "patches" / "use-dali.patch").read_text() == expected
-    assert (applied.root / "patches" / "readme.patch").read_bytes() == readme_before
+    assert (applied.patch_dir / "use-dali.patch").read_text() == with_filename(expected, "use-dali.patch")
+    assert (applied.patch_dir / "readme.patch").read_bytes() == readme_before
     before = patch_files(applied)
     assert applied.run("apply") == 0  # up to date: refresh re-stamped the tree
     assert applied.run("refresh") == 0
@@ -78,9 +78,9 @@ def test_edit_then_amend_then_refresh(applied: Project, tmp_path: Path, capsys) 
     assert applied.run("refresh") == 0
     base = {"README.md": "upstream\n"}
     expected = make_patch(tmp_path, base, {"README.md": "ours, amended\n"}, "Readme")
-    assert (applied.root / "patches" / "readme.patch").read_text() == expected
-    assert (applied.root / "patches" / "use-dali.patch").read_bytes() == before["use-dali.patch"]
-    assert (applied.root / "patches" / "series").read_text().splitlines()[-2:] == [
+    assert (applied.patch_dir / "readme.patch").read_text() == with_filename(expected, "readme.patch")
+    assert (applied.patch_dir / "use-dali.patch").read_bytes() == before["use-dali.patch"]
+    assert (applied.patch_dir / "series").read_text().splitlines()[-2:] == [
         "use-dali.patch",
         "readme.patch",
     ]

@@ -1,4 +1,4 @@
-"""`refresh` keeps the layout of patches/series: header, group labels above their patches, trailer."""
+"""`refresh` keeps the layout of a series file: header, group labels above their patches, trailer."""
 
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ def test_refresh_keeps_group_labels_and_puts_a_new_patch_after_its_commit(
     base = {"tools/train.py": TRAIN_PY, "README.md": "upstream\n"}
     project.add_patch("a.patch", make_patch(tmp_path, base, {"tools/train.py": first}, "A"))
     project.add_patch("b.patch", make_patch(tmp_path, base, {"README.md": "ours\n"}, "B"))
-    (project.root / "patches" / "series").write_text(SERIES)
+    (project.patch_dir / "series").write_text(SERIES)
     assert project.run("apply") == 0
     assert project.run("edit") == 0
     assert project.run("refresh") == 0
-    assert (project.root / "patches" / "series").read_text() == SERIES  # unchanged series round-trips
+    assert (project.patch_dir / "series").read_text() == SERIES  # unchanged series round-trips
 
     assert project.run("edit") == 0
     (project.checkout / "tools" / "train.py").write_text(patched(first, 30, "second"))
     git(project.checkout, "commit", "-q", "-a", "-m", "C new concern", "-m", "Description: x\nForwarded: no")
     assert project.run("refresh") == 0
-    lines = (project.root / "patches" / "series").read_text().splitlines()
+    lines = (project.patch_dir / "series").read_text().splitlines()
     assert lines == [
         "# header line",
         "# second header line",

@@ -22,6 +22,12 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
+def retitle(checkout: Path, subject: str, *options: str) -> None:
+    """Amend HEAD with a new subject line, its body (DEP-3 fields, trailers) kept as it is."""
+    body = git(checkout, "log", "-1", "--format=%b")
+    git(checkout, "commit", "-q", "--amend", *options, "-m", subject, "-m", body)
+
+
 def write_files(
     repo: Path, files: dict[str, str | None], executable=(), links: dict[str, str] | None = None
 ) -> None:
@@ -75,6 +81,14 @@ def make_patch(
     return git(repo, *args, "--stdout", "-1", "HEAD")
 
 
+def with_filename(text: str, name: str) -> str:
+    """`text` (a make_patch patch with a DEP-3 body) as refresh exports it: its header ends in the
+    `Patch-Filename:` trailer, the way git writes a commit message carrying it."""
+    if "\nForwarded:" not in text.split("\ndiff --git", 1)[0] or "\nPatch-Filename:" in text:
+        return text
+    return text.replace("\n\ndiff --git", f"\nPatch-Filename: {name}\n\ndiff --git", 1)
+
+
 @dataclass
 class Project:
     root: Path
@@ -103,13 +117,41 @@ class Project:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     @property
+    def patch_dir(self) -> Path:
+        """The StreamPETR target's series folder."""
+        return self.root / "patches" / "streampetr"
+
+    @property
     def checkout(self) -> Path:
         return self.root / "upstream" / "StreamPETR"
 
-    def add_patch(self, name: str, text: str) -> None:
-        (self.root / "patches" / name).write_text(text)
-        with (self.root / "patches" / "series").open("a") as f:
+    def add_patch(self, name: str, text: str, trailer: bool = True) -> None:
+        """Add `text` as patch `name` at the end of the series (with its `Patch-Filename:` trailer)."""
+        (self.patch_dir / name).write_text(with_filename(text, name) if trailer else text)
+        with (self.patch_dir / "series").open("a") as f:
             f.write(name + "\n")
+
+
+CONFIG = """\
+[[target]]
+name = "streampetr"
+pin = "upstream/streampetr.toml"
+patches = "patches/streampetr"
+overlay = "overlay"
+
+[[target]]
+name = "mmdetection3d"
+pin = "upstream/mmdetection3d.toml"
+patches = "patches/mmdetection3d"
+"""
+
+
+def write_config(root: Path) -> None:
+    """The project's two targets (as in the repository), each with an empty series."""
+    for folder in ("streampetr", "mmdetection3d"):
+        (root / "patches" / folder).mkdir(parents=True)
+        (root / "patches" / folder / "series").write_text("# test series\n")
+    (root / "patches" / "config.toml").write_text(CONFIG)
 
 
 def write_pin(path: Path, name: str, url: str, commit: str, checkout: str) -> None:

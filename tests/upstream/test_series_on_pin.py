@@ -38,10 +38,10 @@ def status(checkout: Path) -> list[str]:
 
 
 def test_series_and_overlay_apply_and_nothing_else(scratch: Path) -> None:
-    from overlaytool.checkout import overlay_files
+    from overlaytool.overlay import overlay_files
     from overlaytool.series import load_series
 
-    patched = {fp.path for p in load_series(scratch / "patches") for fp in p.files}
+    patched = {fp.path for p in load_series(scratch / "patches" / "streampetr") for fp in p.files}
     expected = sorted(patched | set(overlay_files(scratch / "overlay")))
     assert status(scratch / "upstream" / "StreamPETR") == expected
     mmdet3d = scratch / "upstream" / "StreamPETR" / "mmdetection3d"
@@ -56,9 +56,9 @@ def test_second_apply_is_a_no_op(scratch: Path, capsys) -> None:
 
 
 def test_refresh_round_trip_is_byte_identical(scratch: Path) -> None:
-    before = {p.name: p.read_bytes() for p in (scratch / "patches").glob("*")}
+    before = {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*") if p.is_file()}
     assert main(["--root", str(scratch), "refresh"]) == 0
-    assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*")} == before
+    assert {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*") if p.is_file()} == before
 
 
 def test_rebase_to_an_older_commit_and_back_is_lossless(scratch: Path, capsys) -> None:
@@ -66,11 +66,11 @@ def test_rebase_to_an_older_commit_and_back_is_lossless(scratch: Path, capsys) -
     pin_file = (scratch / "upstream" / "streampetr.toml").read_text()
     pin = load_pin(scratch / "upstream" / "streampetr.toml")
     older = git_out("rev-parse", f"{pin.commit}^", cwd=mirror_path(pin))  # the pin's parent
-    before = {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")}
+    before = {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*.patch")}
     assert main(["--root", str(scratch), "rebase", older]) == 0
     assert f'commit = "{older}"' in (scratch / "upstream" / "streampetr.toml").read_text()
     assert main(["--root", str(scratch), "rebase", pin.commit]) == 0
     out = capsys.readouterr().out
     assert "conflict" not in out
-    assert {p.name: p.read_bytes() for p in (scratch / "patches").glob("*.patch")} == before
+    assert {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*.patch")} == before
     assert (scratch / "upstream" / "streampetr.toml").read_text() == pin_file

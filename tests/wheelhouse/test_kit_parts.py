@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
-from gpukit.build import source_archive, source_files, split
-from gpukit.runner import FORMAT, MANIFEST, CheckError, clean_pip_env, load_manifest, reassemble
+from gpukit.build import install_runner, split
+from gpukit.node import clean_pip_env
+from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
+from gpukit.sources import source_archive, source_files
+from gpukit.steps import CheckError
 
 REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
@@ -83,3 +89,58 @@ def test_pip_sees_no_index_and_no_machine_config() -> None:
     env = clean_pip_env({"PIP_FIND_LINKS": "/somewhere", "PIP_INDEX_URL": "https://x", "PATH": "/bin"})
     assert env == {"PATH": "/bin", "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull,
                    "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
+
+
+def test_the_kits_gpu_check_py_runs_from_the_kit_folder_alone(tmp_path: Path) -> None:
+    """The launcher and the runner's modules copied by the build are all the kit needs before its
+    venv: run with no project path set, it probes this python's torch, reads the manifest and
+    refuses a kit without wheels for this python, by name."""
+    kit = tmp_path / "kit"
+    launcher = install_runner(kit)
+    manifest = {"format": FORMAT, "dali_cuda": 12, "parts_dir": "parts", "locks": {"cp00": "x.txt"}}
+    (kit / MANIFEST).write_text(json.dumps({**manifest, "files": []}))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, launcher, "--work", tmp_path / "work"], cwd=tmp_path, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[1/6] the node's python and torch" in proc.stdout
+    assert f"the kit holds wheels for cp00, this python is {tag}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_kits_gpu_check_py_reassembles_and_unpacks_before_the_venv(tmp_path: Path) -> None:
+    """From a built kit (launcher, runner modules, parts of a lock and a source archive) the runner
+    passes the probe, rebuilds both files from their parts, unpacks the sources and starts the venv
+    step, whose check refuses the venv (its empty lock installs no numpy or DALI), by name."""
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    src = tmp_path / "src"
+    (src / "scripts").mkdir(parents=True)
+    (src / "scripts" / "hello.py").write_text("print('hello')\n")
+    archive = tmp_path / "sources.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / "scripts" / "hello.py", arcname="scripts/hello.py")
+    (tmp_path / "lock.txt").write_text("")
+    kit = tmp_path / "kit"
+    (kit / "parts").mkdir(parents=True)
+    entries = [split(tmp_path / name, kit / "parts", 64) for name in ("lock.txt", "sources.tar.gz")]
+    manifest = {"format": FORMAT, "dali_cuda": 12, "parts_dir": "parts", "locks": {tag: "lock.txt"}}
+    (kit / MANIFEST).write_text(json.dumps({**manifest, "source": "sources.tar.gz", "files": entries}))
+    launcher = install_runner(kit)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    work = tmp_path / "work"
+    proc = subprocess.run(
+        [sys.executable, launcher, "--work", work], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[2/6] verify and reassemble" in proc.stdout and "2 files, 0 MiB verified" in proc.stdout
+    assert (work / "src" / "scripts" / "hello.py").read_text() == "print('hello')\n"
+    assert "[3/6] venv from the kit's wheels" in proc.stdout
+    # numpy from this python's site folder (the "node's torch", where the hermetic env has it too),
+    # or none at all: either way the venv step names what it refused
+    refused = ("venv: numpy comes from", "import check in the venv failed")
+    assert "gpu_check FAILED" in proc.stderr and any(r in proc.stderr for r in refused), proc.stderr
+    assert "Traceback" not in proc.stderr

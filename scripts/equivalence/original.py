@@ -1,0 +1,78 @@
+"""The original side of the comparison: the applied checkout on the path, the config pointed at the
+data, and the real StreamPETR data set and DataLoader (``CustomNuScenesDataset``, transforms,
+``InfiniteGroupEachSampleInBatchSampler``, mmcv ``collate``) as ``tools/train.py`` builds them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
+CONFIGS = {
+    "r50": "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py",
+    "vov": "projects/configs/StreamPETR/stream_petr_vov_flash_800_bs2_seq_24e.py",
+    "petrv1": "projects/configs/PETRv1/petrv1_r50_flash_704_24e.py",
+    "8key": "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py",
+}
+DEFAULT_CONFIGS = ("r50", "vov")
+ANN_TRAIN = "nuscenes2d_temporal_infos_train.pkl"
+
+
+def import_upstream(checkout: Path = CHECKOUT) -> None:
+    """Put the applied checkout at the end of ``sys.path`` (so an ``overlay/`` already on the path
+    provides ``dali_streampetr``, not the checkout's copy of it) and register the plugin's modules."""
+    if not (checkout / "projects" / "mmdet3d_plugin").is_dir():
+        raise FileNotFoundError(f"{checkout} is not an applied StreamPETR checkout; run `nox -s apply`")
+    if str(checkout) not in sys.path:
+        sys.path.append(str(checkout))
+    import projects.mmdet3d_plugin  # noqa: F401  (registers datasets, transforms, samplers)
+
+
+def config_path(config: str, checkout: Path = CHECKOUT) -> Path:
+    """``r50`` / ``vov`` or a path (absolute, or relative to the checkout or the working directory)."""
+    if config in CONFIGS:
+        return checkout / CONFIGS[config]
+    for candidate in (Path(config), checkout / config):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(f"config {config!r} not found (names: {', '.join(CONFIGS)})")
+
+
+def load_config(config: str, data_root: Path, samples_per_gpu: int | None = None, checkout: Path = CHECKOUT):
+    """The mmcv ``Config`` with the train set pointed at ``data_root`` (and the batch size, if given)."""
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(config_path(config, checkout)))
+    root = Path(data_root).resolve()
+    cfg.data.train.data_root = f"{root}/"
+    cfg.data.train.ann_file = str(root / ANN_TRAIN)
+    if samples_per_gpu is not None:
+        cfg.data.samples_per_gpu = samples_per_gpu
+    return cfg
+
+
+def original_dataset(cfg: Any):
+    """The real training data set, built from the config as ``tools/train.py`` does."""
+    from mmdet3d.datasets import build_dataset
+
+    return build_dataset(cfg.data.train)
+
+
+def original_loader(cfg: Any, dataset: Any, seed: int):
+    """The DataLoader ``custom_train_detector`` builds (``dist=True``, world size 1 here, no workers:
+    the replay runs in this process)."""
+    from projects.mmdet3d_plugin.datasets.builder import build_dataloader
+
+    return build_dataloader(
+        dataset,
+        cfg.data.samples_per_gpu,
+        0,
+        1,
+        dist=True,
+        seed=seed,
+        shuffler_sampler=cfg.data.shuffler_sampler,
+        nonshuffler_sampler=cfg.data.nonshuffler_sampler,
+        runner_type=cfg.runner,
+    )

@@ -1,0 +1,52 @@
+"""The kit's wheels: those of ``requirements/gpu-kit.txt`` (DALI for the chosen CUDA major) for each
+kit Python on any manylinux x86_64 node, and a hash-pinned lock per Python."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from wheelhouse.locks import Locked, resolve, run_pip, write_lock
+
+from .sources import ROOT
+
+REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
+CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
+# Wheels a node of any glibc >= 2.17 (manylinux2014) to 2.28 can install.
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",
+             "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")  # fmt: skip
+DALI = {12: "nvidia-dali-cuda120", 13: "nvidia-dali-cuda130"}
+
+
+def kit_requirements(cuda: int, dest: Path) -> Path:
+    """``requirements/gpu-kit.txt`` with the DALI build of CUDA major ``cuda``, written to ``dest``."""
+    if cuda not in DALI:
+        raise ValueError(f"--cuda {cuda}: DALI wheels exist for CUDA {sorted(DALI)}")
+    text = REQUIREMENTS.read_text().replace(f"{DALI[12]}==", f"{DALI[cuda]}==")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    return dest
+
+
+def python_tag(version: str) -> str:
+    major, minor = version.split(".")
+    return f"cp{major}{minor}"
+
+
+def collect_kit(python: str, out: Path, versions: list[str], cuda: int) -> dict[str, list[Locked]]:
+    """The kit's wheels for each Python ``versions`` (``3.11``) into ``out``, a lock per version."""
+    req = kit_requirements(cuda, out / "locks" / f"gpu-kit-requirements-cu{cuda}.txt")
+    locks = {}
+    for version in versions:
+        tag = python_tag(version)
+        target = ["--python-version", version, "--only-binary=:all:"]
+        target += [arg for p in PLATFORMS for arg in ("--platform", p)]
+        what = f"collecting the kit's wheels for Python {version}"
+        run_pip(python, ["download", "-q", "-d", out, *target, "-c", CONSTRAINTS, "-r", req], what)
+        with tempfile.TemporaryDirectory(prefix="gpu-kit-target-") as tmp:  # --python-version needs one
+            with_target = [*target, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
+            entries = resolve(python, out, with_target, f"resolving the kit for Python {version}")
+        header = f"The GPU check kit's venv on CPython {version} (DALI for CUDA {cuda}), hash-pinned."
+        write_lock(out / "locks" / f"gpu-kit-{tag}.txt", entries, out, header)
+        locks[tag] = entries
+    return locks

@@ -1,0 +1,63 @@
+"""The node's python and torch, and the kit's venv on top of them: the kit's wheels installed with
+the index disabled, the node's torch reused through a ``.pth`` file (stdlib only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .steps import CheckError, run
+
+PROBE = (
+    "import json, sys, sysconfig, torch; from pathlib import Path; "
+    "cuda = torch.cuda.is_available(); print(json.dumps({"
+    "'tag': 'cp%d%d' % sys.version_info[:2], 'torch': torch.__version__, 'torch_cuda': torch.version.cuda, "
+    "'cuda_available': cuda, 'devices': torch.cuda.device_count() if cuda else 0, "
+    "'gpu': torch.cuda.get_device_name(0) if cuda else None, "
+    "'torch_site': str(Path(torch.__file__).resolve().parents[1])}))"
+)
+VENV_CHECK = (
+    "import json, sys, numpy, torch, nvidia.dali as dali, PIL; print(json.dumps({"
+    "'numpy': numpy.__version__, 'numpy_file': numpy.__file__, 'dali': dali.__version__, "
+    "'dali_file': dali.__file__, 'torch': torch.__version__, 'torch_file': torch.__file__, "
+    "'cuda_available': torch.cuda.is_available(), "
+    "'cuda_tensor': bool(torch.cuda.is_available() and torch.ones(2, device='cuda').sum().item() == 2)}))"
+)
+
+
+def clean_pip_env(base: dict[str, str]) -> dict[str, str]:
+    """The environment for pip: no PIP_* settings or pip config of the machine, the index disabled."""
+    env = {k: v for k, v in base.items() if not k.startswith("PIP_")}
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def probe(python: str) -> dict:
+    """The node's python and torch: tag, torch and CUDA versions, devices, torch's site folder."""
+    try:
+        out = run([python, "-c", PROBE], what=f"{python}: import torch")
+    except CheckError as exc:
+        raise CheckError(
+            f"{exc}\nThe kit reuses the node's torch: run it with a python that has torch."
+        ) from None
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def make_venv(python: str, venv: Path, wheels: Path, lock: Path, torch_site: str) -> dict:
+    """The kit's venv: the lock installed from ``wheels`` only, then a .pth to the node's torch."""
+    if venv.exists():
+        shutil.rmtree(venv)
+    run([python, "-m", "venv", venv], what="python -m venv (Debian/Ubuntu: the python3-venv package)")
+    vpy = venv / "bin" / "python"
+    pip = [vpy, "-m", "pip", "install", "-q", "--no-compile", "--no-index", "--find-links", wheels]
+    pip.append("--require-hashes")
+    run([*pip, "-r", lock], env=clean_pip_env(dict(os.environ)), what=f"pip install -r {lock.name} (offline)")
+    purelib = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], what="venv paths")
+    (Path(purelib.strip().splitlines()[-1]) / "_gpu_check_node_torch.pth").write_text(torch_site + "\n")
+    info = json.loads(run([vpy, "-c", VENV_CHECK], what="import check in the venv").strip().splitlines()[-1])
+    for name in ("numpy_file", "dali_file"):
+        if not Path(info[name]).resolve().is_relative_to(venv.resolve()):
+            raise CheckError(f"venv: {name.split('_')[0]} comes from {info[name]}, not from the kit's venv")
+    return info

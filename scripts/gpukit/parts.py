@@ -1,0 +1,94 @@
+"""The kit's manifest and parts: verify every part by size and sha256, rebuild the files from them,
+unpack the project's sources (stdlib only)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+from .steps import CheckError
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_manifest(kit: Path) -> dict:
+    try:
+        manifest = json.loads((kit / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckError(f"{kit / MANIFEST}: unreadable ({exc}); is {kit} a gpu_check kit?") from None
+    if manifest.get("format") != FORMAT:
+        raise CheckError(f"{kit / MANIFEST}: format {manifest.get('format')!r}, this runner reads {FORMAT}")
+    return manifest
+
+
+def verify_part(part: Path, want: dict) -> None:
+    """Refuse a missing part, or one whose size or sha256 differs from the manifest, naming it."""
+    if not part.is_file():
+        raise CheckError(f"part {part.name} is missing from {part.parent}; copy it again")
+    size = part.stat().st_size
+    if size != want["size"]:
+        raise CheckError(f"part {part.name}: {size} bytes, the manifest says {want['size']}; copy it again")
+    digest = sha256(part)
+    if digest != want["sha256"]:
+        raise CheckError(
+            f"part {part.name}: sha256 {digest} != manifest {want['sha256']}; refusing it, copy it again"
+        )
+
+
+def reassemble(kit: Path, manifest: dict, wheels: Path, other: Path) -> list[Path]:
+    """Every file of the manifest rebuilt from its verified parts, then verified whole: the wheels
+    under ``wheels`` (pip's --find-links), the locks and the sources under ``other``."""
+    out = []
+    for entry in manifest["files"]:
+        dest = wheels if entry["name"].endswith(".whl") else other
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / entry["name"]
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        for want in entry["parts"]:
+            verify_part(kit / manifest["parts_dir"] / want["name"], want)
+        first = kit / manifest["parts_dir"] / entry["parts"][0]["name"]
+        if len(entry["parts"]) == 1 and entry["parts"][0]["sha256"] == entry["sha256"]:
+            link_or_copy(first, partial)  # the part is the file, verified above
+        else:
+            with partial.open("wb") as fh:
+                for want in entry["parts"]:
+                    with (kit / manifest["parts_dir"] / want["name"]).open("rb") as src:
+                        shutil.copyfileobj(src, fh, 1 << 20)
+        digest = sha256(partial) if len(entry["parts"]) > 1 else entry["sha256"]
+        if digest != entry["sha256"]:
+            partial.unlink()
+            raise CheckError(f"{entry['name']}: reassembled sha256 {digest} != manifest {entry['sha256']}")
+        partial.replace(target)
+        out.append(target)
+    return out
+
+
+def link_or_copy(src: Path, dest: Path) -> None:
+    """A hard link where the file system allows (the kit's parts stay untouched: pip only reads)."""
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    """Extract the sources (the "data" filter where this Python has it: 3.11.4+, 3.12)."""
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:
+            tar.extractall(dest)  # noqa: S202 (our own archive, hash-verified above)

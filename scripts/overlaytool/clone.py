@@ -1,0 +1,116 @@
+"""The checkouts `apply` makes: a clone of the cache mirror at the pin, made whole or not at all.
+
+A fresh checkout is cloned into a private scratch directory and renamed into place; a checkout
+made for an older pin gets the pinned commit from the mirror; a checkout nested in another's
+(mmdetection3d in StreamPETR) is kept out of the outer one's `git status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from . import OverlayError
+from .cache import mirror_lock, mirror_path
+from .checkout import checkout_lock, gitdir, state_dir
+from .faults import kill_point
+from .fetch import require_cached
+from .files import write_atomic
+from .gitcmd import git, has_commit
+from .lock import hold
+from .targets import Target
+
+
+def ensure_checkout(target: Target) -> None:
+    """Clone the mirror at the pinned commit where no checkout exists yet.
+
+    The clone is made in a private directory under `clone_scratch` and renamed into place, all
+    under the scratch's lock: concurrent runs never share a half-made `.git` (the first one clones,
+    the others find the checkout), and a run killed half-way leaves its partial clone where the
+    next run, holding the lock, removes it (with the scratch) — never inside a checkout's work tree.
+    """
+    checkout = target.checkout
+    scratch = clone_scratch(checkout)
+    if (checkout / ".git").exists() and not scratch.exists():
+        return
+    mirror = require_cached(target.pin)
+    checkout.parent.mkdir(parents=True, exist_ok=True)
+    with hold(scratch / CLONE_LOCK, "apply", f"{target.label}:clone"):
+        if not (checkout / ".git").exists():  # else: cloned by a run we waited for, or by a killed one
+            if checkout.exists() and any(checkout.iterdir()):
+                raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
+            remove_partial_clones(scratch)
+            _remove_dead_partials(checkout)
+            partial = Path(tempfile.mkdtemp(prefix="partial-", dir=scratch))
+            with mirror_lock(target.pin, "apply", shared=True):
+                git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
+            kill_point(f"{target.label}:clone")
+            git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
+            kill_point(f"{target.label}:clone-checkout")
+            os.rename(partial, checkout)  # onto a missing or empty directory only
+            kill_point(f"{target.label}:checkout")
+        with contextlib.suppress(FileNotFoundError):  # a run we waited for removed it already
+            shutil.rmtree(scratch)  # the lock file too: a run waiting on it finds the checkout made
+
+
+def _remove_dead_partials(checkout: Path) -> None:
+    """Temporary clones that earlier versions made beside the checkout (their pid is in the name)."""
+    for partial in checkout.parent.glob(f".{checkout.name}.partial-*"):
+        pid = partial.name.removeprefix(f".{checkout.name}.partial-").split("-")[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(partial, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+CLONE_LOCK = "lock"
+
+
+def clone_scratch(checkout: Path) -> Path:
+    """Where partial clones of `checkout` are made: inside the enclosing checkout's git directory
+    for a nested one (mmdetection3d in StreamPETR: never in a work tree `git status` sees), else
+    the hidden `.<name>.clone/` beside it."""
+    if (checkout.parent / ".git").exists():
+        return state_dir(checkout.parent) / f"clone-{checkout.name}"
+    return checkout.parent / f".{checkout.name}.clone"
+
+
+def remove_partial_clones(scratch: Path) -> None:
+    """Every partial clone a killed run left in `scratch` (call with its lock held)."""
+    for entry in scratch.iterdir():
+        if entry.name != CLONE_LOCK:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+
+
+def ensure_pin_commit(target: Target) -> None:
+    """A checkout made for an older pin gets the pinned commit from the cache mirror."""
+    if not has_commit(target.checkout, target.pin.commit):
+        fetch_cache_refs(target, "apply")
+
+
+def fetch_cache_refs(target: Target, holder: str) -> None:
+    """Every ref of the cache mirror into the checkout (under refs/streampetr-dali/cache/)."""
+    with mirror_lock(target.pin, holder, shared=True):
+        mirror = str(mirror_path(target.pin))
+        git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=target.checkout)
+
+
+def exclude_nested(parent: Target, child: Target) -> None:
+    """Keep a nested checkout (mmdetection3d inside StreamPETR) out of the parent's `git status`."""
+    try:
+        rel = child.checkout.relative_to(parent.checkout).as_posix()
+    except ValueError:
+        return
+    exclude = gitdir(parent.checkout) / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with checkout_lock(parent.checkout, "apply"):  # read-modify-write: two runs must not both read
+        lines = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+        if f"/{rel}/" in lines:
+            return
+        write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
+    kill_point(f"{parent.label}:exclude")

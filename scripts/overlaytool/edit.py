@@ -1,0 +1,26 @@
+"""`edit`: turn the applied series into commits on top of the pin (one per patch) to edit with git."""
+
+from __future__ import annotations
+
+from . import OverlayError
+from .checkout import checkout_lock
+from .gitcmd import TOOL_IDENTITY, git, git_out
+from .series import load_series
+from .targets import Target
+
+
+def commit_series(target: Target) -> int:
+    """Commit each patch of the series (`git am`, the tool's identity) on the pin; return how many."""
+    with checkout_lock(target.checkout, "edit"):
+        return _commit_series_locked(target)
+
+
+def _commit_series_locked(target: Target) -> int:
+    checkout = target.checkout
+    if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
+        raise OverlayError(f"{checkout} already has commits on top of the pin.")
+    patches = load_series(target.patch_dir)
+    git("checkout", "--quiet", "--force", "--detach", target.pin.commit, cwd=checkout)
+    for patch in patches:
+        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
+    return len(patches)

@@ -1,0 +1,267 @@
+"""Fill the local upstream cache: the pinned commits (and rebase targets) into the bare mirrors.
+
+A damaged or missing mirror is rebuilt in a fresh directory and swapped in atomically, so a
+killed fetch never leaves half a mirror. Only a fetch from the pinned URL writes `refs/heads`
+and `refs/tags`; anything from elsewhere is fetched by commit id (or as the one ref asked for)
+into the keep refs. Every failure says what is missing and the next step.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import OverlayError
+from .cache import KEEP_REFS, damage, mirror_lock, mirror_path, repair_hint
+from .faults import kill_point
+from .gitcmd import git, has_commit
+from .pins import Pin
+from .sources import is_pinned_url, local_source, source_dir
+
+INCOMING_REFS = "refs/streampetr-dali/incoming"  # a named ref being fetched (`-<pid>`), until it is kept
+
+
+LOCAL_UPLOAD_PACK = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
+
+
+def _run_progress(
+    args: list[str], cwd: Path | None, config: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """Run git, showing its progress meter when stderr is a terminal; keep stderr for error reports.
+
+    Git sees a pipe, so it prints progress only with `--progress`, which is added for a terminal
+    alone: a redirected log gets git's messages, not hundreds of carriage-return lines."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    progress = ["--progress"] if sys.stderr.isatty() else []
+    options = [flag for setting in config for flag in ("-c", setting)]
+    cmd = ["git", *options, args[0], *progress, *args[1:]]
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace"
+    )
+    lines = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line)
+        sys.stderr.write(line)
+    proc.wait()
+    return subprocess.CompletedProcess(args, proc.returncode, "", "".join(lines))
+
+
+def _last_line(proc: subprocess.CompletedProcess) -> str:
+    return (proc.stderr.strip().splitlines() or ["no output"])[-1]
+
+
+def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path:
+    """Make sure the cache holds `pin.commit` (and the full commit ids in `want`); return the mirror.
+
+    With `source` (a path or URL of any mirror or clone) the cache is seeded from it; without it the
+    pinned URL is used, and only when something is missing or the mirror is damaged. Branch names are
+    never trusted: success means the commit objects are present.
+    """
+    mirror = mirror_path(pin)
+    commits = [pin.commit, *want]
+    local = local_source(source) if source else None
+    origin = str(local) if local else (source or pin.source or pin.url)
+    with mirror_lock(pin, "fetch"):
+        _remove_leftovers(mirror)
+        problem = damage(mirror) if mirror.exists() else None
+        sound = mirror.exists() and problem is None
+        if source is None and sound and all(has_commit(mirror, c) for c in commits):
+            return mirror
+        if (directory := source_dir(origin)) is not None:  # say what it lacks before fetching
+            _require_commits(
+                pin, directory, origin, [c for c in commits if not (sound and has_commit(mirror, c))]
+            )
+        print(f"fetch: {pin.name} from {origin} into {mirror}", file=sys.stderr)
+        branches = is_pinned_url(pin, origin)  # only the pinned URL's branches and tags enter refs/heads
+        if mirror.exists() and problem is None:
+            proc = _fetch_into(mirror, origin, local is not None, commits, branches)
+        else:
+            proc = _fresh_mirror(pin, mirror, origin, local is not None, commits, branches)
+        if proc.returncode != 0:
+            raise OverlayError(_fetch_failure(pin, mirror, origin, proc, want, problem))
+        _require_commits(pin, mirror, origin, commits)
+        for commit in commits:
+            git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
+    return mirror
+
+
+def _fetch_into(
+    mirror: Path, origin: str, local: bool, commits: list[str], branches: bool
+) -> subprocess.CompletedProcess:
+    """Into an existing, sound mirror: the pinned URL's branches and tags (`branches`), then the
+    `commits` still missing, by id (from any other source: by id only)."""
+    proc = subprocess.CompletedProcess([], 0, "", "")
+    if branches:
+        proc = _run_progress(["fetch", "--tags", origin, "+refs/heads/*:refs/heads/*"], mirror)
+    if proc.returncode == 0 and (missing := [c for c in commits if not has_commit(mirror, c)]):
+        proc = _fetch_by_id(mirror, origin, local, missing)
+    return proc
+
+
+def _fetch_by_id(mirror: Path, origin: str, local: bool, commits: list[str]) -> subprocess.CompletedProcess:
+    """Fetch commits no branch points at (a local source serves any object it holds)."""
+    upload = ["--upload-pack", LOCAL_UPLOAD_PACK] if local else []
+    return _run_progress(["fetch", "--no-tags", *upload, origin, *commits], mirror, ("protocol.version=2",))
+
+
+def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
+    """The commit `ref` (a branch or tag name) names at `source`, else at the pinned `url`; the mirror
+    keeps it under `refs/streampetr-dali/keep/<commit>`, and nothing else of the cache changes.
+
+    Offline, a name without `source` falls back to the mirror's own copy of the pinned URL's ref."""
+    origin_arg = source or pin.url  # a bare name is the pinned URL's, even when a fork serves the pin
+    local = local_source(origin_arg) if source else None
+    origin = str(local) if local else origin_arg
+    mirror = fetch(pin, source) if source else require_cached(pin)
+    incoming = f"{INCOMING_REFS}-{os.getpid()}"
+    with mirror_lock(pin, "fetch"):
+        stale = git("for-each-ref", "--format=%(refname)", f"{INCOMING_REFS}-*", cwd=mirror).stdout.split()
+        for leftover in stale:  # of fetches that were killed (the exclusive lock rules out live ones)
+            git("update-ref", "-d", leftover, cwd=mirror, check=False)
+        proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
+        if proc.returncode == 0:
+            commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()
+            git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
+            git("update-ref", "-d", incoming, cwd=mirror, check=False)
+            return commit
+        git("update-ref", "-d", incoming, cwd=mirror, check=False)
+        cached = git(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{ref}^{{commit}}", cwd=mirror, check=False
+        )
+        if source is None and cached.returncode == 0:
+            print(
+                f"fetch: {origin} is not reachable ({_last_line(proc)}); using the cache's copy of its "
+                f"{ref!r}, fetched earlier",
+                file=sys.stderr,
+            )
+            return cached.stdout.strip()
+    raise OverlayError(
+        f"Could not fetch {ref!r} from {origin} (git: {_last_line(proc)}).\n"
+        "Next: name a branch or tag that exists there (`git ls-remote <source>` lists them), give the "
+        "full commit id, or pass `--from <path-or-url>` of a repository that has it."
+    )
+
+
+def drop_keep_ref(pin: Pin, commit: str) -> None:
+    """Forget a rebase target the user abandoned (its objects go with the next `git gc`)."""
+    mirror = mirror_path(pin)
+    if mirror.is_dir():
+        with mirror_lock(pin, "rebase"):
+            git("update-ref", "-d", f"{KEEP_REFS}/{commit}", cwd=mirror, check=False)
+
+
+def _require_commits(pin: Pin, repo: Path, origin: str, commits: list[str]) -> None:
+    """Fail naming the first of `commits` (the pin or a wanted commit) that `repo` lacks."""
+    for commit in commits:
+        if not has_commit(repo, commit):
+            pinned = commit == pin.commit
+            what = f"the pinned {pin.name} commit {commit} ({pin.file})" if pinned else f"commit {commit}"
+            raise OverlayError(
+                f"{origin} does not contain {what} (the source lacks it).\n"
+                "Next: pass `--from` a clone or URL that has it "
+                "(`git -C <clone> cat-file -t <commit>` prints `commit`)."
+            )
+
+
+def _fresh_mirror(
+    pin: Pin, mirror: Path, origin: str, local: bool, commits: list[str], branches: bool
+) -> subprocess.CompletedProcess:
+    """A new mirror beside the old one (a mirror clone of the pinned URL, else an empty repository
+    that gets `commits` by id); swapped in once it holds `commits`."""
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f"{mirror.name}.partial-{os.getpid()}-", dir=mirror.parent))
+    try:
+        if branches:
+            proc = _run_progress(["clone", "--mirror", "--no-hardlinks", origin, str(fresh)], None)
+        else:
+            proc = git("init", "--quiet", "--bare", str(fresh), check=False)
+        if proc.returncode == 0 and (missing := [c for c in commits if not has_commit(fresh, c)]):
+            proc = _fetch_by_id(fresh, origin, local, missing)
+        if proc.returncode == 0 and (problem := damage(fresh)):
+            return subprocess.CompletedProcess([], 1, "", f"the fetched copy is damaged too: {problem}")
+        if proc.returncode == 0:
+            _require_commits(pin, fresh, origin, commits)
+            kill_point(f"mirror {mirror.stem}:fresh")
+            _swap_in(fresh, mirror)
+            kill_point(f"mirror {mirror.stem}:swap")
+        return proc
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _swap_in(fresh: Path, mirror: Path) -> None:
+    """Put `fresh` at `mirror` atomically (renameat2 RENAME_EXCHANGE; `fresh` then holds the old one)."""
+    if not mirror.exists():
+        os.rename(fresh, mirror)
+        return
+    at_fdcwd, rename_exchange = -100, 2
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if (
+        renameat2
+        and renameat2(at_fdcwd, os.fsencode(fresh), at_fdcwd, os.fsencode(mirror), rename_exchange) == 0
+    ):
+        return
+    old = mirror.with_name(f"{mirror.name}.old-{os.getpid()}")  # no exchange here: two renames
+    os.rename(mirror, old)
+    os.rename(fresh, mirror)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove_leftovers(mirror: Path) -> None:
+    """Half-made mirrors of killed fetches (called with the mirror lock held)."""
+    for pattern in (f"{mirror.name}.partial-*", f"{mirror.name}.old-*"):
+        for leftover in mirror.parent.glob(pattern):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _fetch_failure(
+    pin: Pin,
+    mirror: Path,
+    origin: str,
+    proc: subprocess.CompletedProcess,
+    want: Iterable[str],
+    problem: str | None,
+) -> str:
+    """Say exactly what failed: the pinned commit, another commit (the pin being safe), or a repair."""
+    git_line = _last_line(proc)
+    if problem is not None and mirror.exists():
+        return (
+            f"Could not repair the damaged mirror of {pin.name} at {mirror} ({problem}) from {origin} "
+            f"(git: {git_line}).\n{repair_hint(pin)}"
+        )
+    if mirror.exists() and has_commit(mirror, pin.commit):
+        targets = ", ".join(want) or "branches and tags"
+        return (
+            f"Could not fetch {targets} from {origin} (git: {git_line}).\n"
+            f"The cache ({mirror}) still holds the pinned commit {pin.commit}; only this fetch failed.\n"
+            "Next: check that the source is reachable and has it (`git ls-remote <source>`), or pass "
+            "`--from <path-or-url>` of a clone that has it."
+        )
+    return (
+        f"Could not fetch {pin.name} from {origin} (git: {git_line}).\n"
+        f"The local cache ({mirror}) does not hold the pinned commit {pin.commit}. Either:\n"
+        f"  1. connect to the network and run `nox -s fetch` (it clones {pin.url}), or\n"
+        f"  2. seed the cache from a mirror or clone: `nox -s fetch -- --from <path-or-url>`."
+    )
+
+
+def require_cached(pin: Pin) -> Path:
+    """The sound mirror holding `pin`, fetched from the pinned URL when it is not cached yet."""
+    mirror = mirror_path(pin)
+    if mirror.exists():
+        with mirror_lock(pin, "apply", shared=True):
+            problem = damage(mirror)
+            if problem:
+                raise OverlayError(
+                    f"The cached mirror of {pin.name} at {mirror} is damaged: {problem}.\n{repair_hint(pin)}"
+                )
+            if has_commit(mirror, pin.commit):
+                return mirror
+    return fetch(pin)

@@ -1,0 +1,137 @@
+"""One patch file of a series: a `git format-patch` file with a DEP-3 header, parsed into hunks.
+
+Patch files are UTF-8; bytes that are not are kept as they are (surrogate escapes), so reading
+and writing a patch never loses or changes a byte. The header's `Patch-Filename:` trailer is the
+patch's identity: refresh names the file after it, so a retitled commit keeps its file.
+"""
+
+from __future__ import annotations
+
+import email.header
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FILENAME_TRAILER = "Patch-Filename"
+FILENAME_RE = re.compile(rf"(?m)^{FILENAME_TRAILER}:[ \t]*(\S*)[ \t]*$")
+
+
+def decode(data: bytes) -> str:
+    """Text of a patch or series file: UTF-8, any other byte kept as a surrogate escape."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    """The inverse of `decode`: the exact bytes again."""
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def filename_trailer(message: str) -> str | None:
+    """The file name a commit message or patch header names in its `Patch-Filename:` trailer."""
+    found = FILENAME_RE.findall(message)
+    return found[-1] if found else None
+
+
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class Hunk:
+    """One hunk: its header and the lines it expects (old) and writes (new)."""
+
+    header: str
+    old_start: int
+    old_lines: list[str] = field(default_factory=list)
+    new_lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FilePatch:
+    """The part of a patch that touches one file."""
+
+    old_path: str | None  # None for a new file
+    new_path: str | None  # None for a deleted file
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+
+@dataclass
+class Patch:
+    """A patch file of the series: header (everything before the diff) and the per-file diffs."""
+
+    name: str
+    path: Path
+    header: str
+    subject: str | None
+    files: list[FilePatch]
+
+    @property
+    def text(self) -> bytes:
+        return self.path.read_bytes()
+
+    @property
+    def filename(self) -> str | None:
+        """The name its `Patch-Filename:` trailer gives (None for a patch without one)."""
+        return filename_trailer(self.header)
+
+
+def _strip_prefix(path: str) -> str | None:
+    if path == "/dev/null":
+        return None
+    path = path.split("\t")[0]
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def _subject(header: list[str]) -> str | None:
+    """The `Subject:` of a mail header (folded lines joined, RFC 2047 words decoded), `[PATCH]` dropped."""
+    for i, line in enumerate(header):
+        if line.startswith("Subject:"):
+            value = line[len("Subject:") :]
+            for more in header[i + 1 :]:
+                if not more[:1].isspace():
+                    break
+                value += more
+            text = str(email.header.make_header(email.header.decode_header(value.strip())))
+            return re.sub(r"^\[PATCH[^\]]*\]\s*", "", text)
+    return None
+
+
+def parse_patch(path: Path) -> Patch:
+    """Split a git format-patch file into its header and per-file hunks."""
+    lines = decode(path.read_bytes()).split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("diff --git ")), len(lines))
+    header = "\n".join(lines[:start])
+    subject = _subject(lines[:start])
+    files: list[FilePatch] = []
+    current: FilePatch | None = None
+    hunk: Hunk | None = None
+    for line in lines[start:]:
+        if line.startswith("diff --git "):
+            current, hunk = FilePatch(None, None), None
+            files.append(current)
+            parts = line.split(" ")
+            current.old_path, current.new_path = _strip_prefix(parts[2]), _strip_prefix(parts[3])
+        elif current is None:
+            continue
+        elif hunk is None and line.startswith("--- "):
+            current.old_path = _strip_prefix(line[4:])
+        elif hunk is None and line.startswith("+++ "):
+            current.new_path = _strip_prefix(line[4:])
+        elif hunk is None and line.startswith("new file mode"):
+            current.old_path = None
+        elif hunk is None and line.startswith("deleted file mode"):
+            current.new_path = None
+        elif m := HUNK_RE.match(line):
+            hunk = Hunk(header=line, old_start=int(m.group(1)))
+            current.hunks.append(hunk)
+        elif hunk is not None and line[:1] in (" ", "-", "+"):
+            if line[:1] in (" ", "-"):
+                hunk.old_lines.append(line[1:])
+            if line[:1] in (" ", "+"):
+                hunk.new_lines.append(line[1:])
+        elif line == "-- ":
+            break  # format-patch signature separator
+    return Patch(name=path.name, path=path, header=header, subject=subject, files=files)

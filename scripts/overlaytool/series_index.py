@@ -1,0 +1,97 @@
+"""The series applied to a private git index of the pinned tree: what `apply` will write, checked first.
+
+Every patch must fit with zero fuzz and zero offset; the first that does not is reported with
+its patch, file, hunk, reason and the upstream commits that touched its files since the pin.
+Nothing of the work tree is read or written here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import OverlayError
+from .cache import mirror_path
+from .checkout import index_env
+from .diagnose import diagnose_patch
+from .files import Blob
+from .gitcmd import git, git_out
+from .overlay import overlay_blob
+from .patchfile import Patch
+from .targets import Target
+
+
+def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:
+    """Apply the series to a private index of the pinned tree; return path → content (None = deleted).
+
+    Raises OverlayError naming the patch, file, hunk and reason as soon as one does not fit exactly.
+    """
+    checkout = target.checkout
+    env = index_env(checkout)
+    git("read-tree", target.pin.commit, cwd=checkout, env=env)
+    touched: set[str] = set()
+    for number, patch in enumerate(patches, 1):
+        problem = diagnose_patch(patch, lambda p: _index_data(checkout, env, p))
+        if problem is None:
+            proc = git(
+                "apply", "--cached", "--check", "-v", str(patch.path), cwd=checkout, env=env, check=False
+            )
+            if proc.returncode != 0 or "offset" in proc.stderr or "fuzz" in proc.stderr:
+                problem = f"git apply refused it:\n{proc.stderr.strip()}"
+        if problem is not None:
+            raise OverlayError(
+                f"Patch {number}/{len(patches)} {patch.name} does not apply to {target.label} "
+                f"{target.pin.commit[:12]} with zero fuzz and zero offset.\n{problem}\n"
+                f"{_upstream_history(target, patch)}\n"
+                f"Nothing was changed in {checkout}."
+            )
+        git("apply", "--cached", str(patch.path), cwd=checkout, env=env)
+        touched.update(fp.path for fp in patch.files)
+        touched.update(fp.old_path for fp in patch.files if fp.old_path)
+    tracked = set(git_out("ls-tree", "-r", "--name-only", target.pin.commit, cwd=checkout).splitlines())
+    result = {p: _index_blob(checkout, env, p) for p in sorted(touched)}
+    for rel, path in overlay.items():
+        if rel in tracked or rel in result:
+            owner = "tracked by upstream" if rel in tracked else "created by a patch"
+            raise OverlayError(
+                f"overlay/{rel} would shadow {rel}, which is {owner} at {target.pin.commit[:12]}.\n"
+                "overlay/ may only add new paths; change an upstream file with a patch instead."
+            )
+        result[rel] = overlay_blob(path)
+    return result
+
+
+def _index_blob(checkout: Path, env: dict[str, str], path: str) -> Blob | None:
+    """Mode and content of `path` in the private index (None when the series deletes it)."""
+    entry = git_out("ls-files", "--stage", "--", path, cwd=checkout, env=env)
+    if not entry:
+        return None
+    mode, sha = entry.split()[:2]
+    return Blob(mode, git("cat-file", "blob", sha, cwd=checkout, text=False).stdout)
+
+
+def _index_data(checkout: Path, env: dict[str, str], path: str) -> bytes | None:
+    blob = _index_blob(checkout, env, path)
+    return None if blob is None else blob.data
+
+
+def pin_blob(target: Target, rel: str) -> Blob | None:
+    """Mode and content of `rel` in the pinned commit (None when upstream does not have it)."""
+    entry = git_out("ls-tree", target.pin.commit, "--", rel, cwd=target.checkout)
+    if not entry or entry.split()[1] != "blob":
+        return None
+    mode, _, sha = entry.split("\t")[0].split()
+    return Blob(mode, git("cat-file", "blob", sha, cwd=target.checkout, text=False).stdout)
+
+
+def _upstream_history(target: Target, patch: Patch) -> str:
+    """Upstream commits (in the cache mirror) that touched the patch's files after the pin."""
+    mirror = mirror_path(target.pin)
+    paths = sorted({fp.path for fp in patch.files})
+    proc = git(
+        "log", "--format=  %h %ad %s", "--date=short", "--branches", "--not", target.pin.commit,
+        "--", *paths, cwd=mirror, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        return "Upstream history is not available in the cache."
+    listing = proc.stdout.rstrip() or "  (none in the cache)"
+    return f"Upstream commits touching {', '.join(paths)} since the pin:\n{listing}"

@@ -1,0 +1,71 @@
+"""The noxfile: its version floor is the pinned nox, docs/sessions.md lists every session, and a
+session refuses an argument it would otherwise ignore or silently override, before building anything."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOXFILE = ROOT / "noxfile.py"
+
+
+def noxfile_tree() -> ast.Module:
+    return ast.parse(NOXFILE.read_text(encoding="utf-8"), filename=str(NOXFILE))
+
+
+def needs_version() -> str | None:
+    for node in noxfile_tree().body:
+        if isinstance(node, ast.Assign) and any(ast.unparse(t) == "nox.needs_version" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def session_names() -> set[str]:
+    return {
+        node.name
+        for node in noxfile_tree().body
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(d) == "nox.session" for d in node.decorator_list)
+    }
+
+
+def test_needs_version_is_the_pinned_nox() -> None:
+    pins = re.findall(r"^nox==(\S+)$", (ROOT / "requirements" / "nox.txt").read_text(), re.M)
+    assert len(pins) == 1, "requirements/nox.txt pins nox exactly once"
+    assert needs_version() == f">={pins[0]}"
+
+
+def test_sessions_page_lists_every_session() -> None:
+    text = (ROOT / "docs" / "sessions.md").read_text(encoding="utf-8")
+    table = text.split("## Every session", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    documented = {name for cell in first_cells for name in re.findall(r"`(?:nox -s )?(\w+)", cell)} - {"nox"}
+    assert documented == session_names()
+
+
+NOX = shutil.which("nox")
+
+
+@pytest.mark.skipif(
+    NOX is None, reason="nox is not on PATH (`python -m pip install -r requirements/nox.txt`)"
+)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["lint", "--", "tests/loader"], "lint takes no arguments (got tests/loader)"),
+        (["train_dali", "--", "--iters", "2", "--loader", "torch"], "train_dali does not take --loader"),
+        (["train_torch", "--", "--loader=dali"], "train_torch does not take --loader=dali"),
+        (["tests", "--", "tests/loader", "-m", "stack"], "tests does not take -m"),
+    ],
+)
+def test_session_refuses_an_argument_it_would_drop(args: list[str], message: str) -> None:
+    done = subprocess.run([NOX, "-f", str(NOXFILE), "-s", *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"aborted: {message}" in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
