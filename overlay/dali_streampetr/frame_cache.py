@@ -7,40 +7,37 @@ version and the source of the modules that compute the frames. The folder is
 (``$STREAMPETR_DALI_CACHE``, else ``$XDG_CACHE_HOME/streampetr-dali``, else
 ``~/.cache/streampetr-dali``): nothing is written next to the user's files.
 
-A missing store is built in a child process (``python -m dali_streampetr.frame_cache``), so the
-parsed pickle's millions of Python objects never live in a training process; the child takes an
-``flock`` on ``<digest>.lock`` first and looks again, so ranks that start together build it once
-(the others wait). A store that is damaged, truncated or written for another key is rebuilt, with
-one warning. A killed build leaves only a temporary file, which the next build removes.
+A missing or untrusted store is built by a child process (:mod:`.store_build`), so the parsed
+pickle's millions of Python objects never live in a training process; :func:`load_frames` hands the
+loader the frames as views of the mapped store (or, when the store folder cannot be written, of
+columns computed in the process).
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .frame_columns import FrameStore, PathResolver, path_resolver
 from .info_schema import InfoSchemaError
-from .store_file import StoreDamaged, open_store, write_store
+from .store_file import StoreDamaged, open_store
 
 STORE_FORMAT = 1
 FOLDER_ENV = "STREAMPETR_DALI_FRAME_STORES"
-LOCK_TIMEOUT_ENV = "STREAMPETR_DALI_LOCK_TIMEOUT"
-KILL_AT_ENV = "STREAMPETR_DALI_TEST_KILL_AT"  # test-only: SIGKILL this process after the named step
-TRACE_ENV = "STREAMPETR_DALI_TEST_TRACE"  # test-only: append every step's name to this file
 # the modules whose code decides what a store holds: a change to any of them makes a new key
-CODE = ("infos.py", "info_schema.py", "unpickle.py", "frame_columns.py", "store_file.py", "frame_cache.py")
-RESULT_TAG = "FRAME-STORE "
+CODE = (
+    "infos.py", "info_schema.py", "unpickle.py", "info_columns.py", "frame_columns.py", "store_file.py",
+    "store_build.py", "frame_cache.py",
+)  # fmt: skip
+RESULT_TAG = "FRAME-STORE "  # the builder's last stdout line: this tag, then its result as JSON
 logger = logging.getLogger("dali_streampetr")
 
 
@@ -88,73 +85,12 @@ def store_path(folder: Path, key: dict[str, Any]) -> Path:
     return folder / f"{digest}.frames"
 
 
-def kill_point(step: str) -> None:
-    """Test-only fault injection: append ``step`` to ``$STREAMPETR_DALI_TEST_TRACE``, and die by
-    SIGKILL after it when ``$STREAMPETR_DALI_TEST_KILL_AT`` names it (no ``finally`` runs, as after
-    a real kill). Unset in normal use."""
-    if trace := os.environ.get(TRACE_ENV):
-        with open(trace, "a") as f:
-            f.write(f"{step}\n")
-    if os.environ.get(KILL_AT_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _lock(path: Path) -> int:
-    """An exclusive flock on ``path`` (released when the descriptor closes or the process dies)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    limit = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise TimeoutError(
-                    f"gave up after {limit:g} s waiting for another process building the frame store "
-                    f"(lock {path}); raise ${LOCK_TIMEOUT_ENV} to wait longer"
-                ) from None
-            time.sleep(0.05)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def build_store(ann_file: Path, class_names: Sequence[str], trusted: bool, path: Path, key: dict) -> dict:
-    """Build the store at ``path`` unless a good one is there once the lock is held; returns what
-    happened: ``built`` (bool), ``rebuilt_because`` (why the old file was not trusted, or None)."""
-    from .frame_columns import to_columns
-    from .infos import frame_records, read_infos
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _lock(path.with_suffix(".lock"))
-    try:
-        kill_point("frame-store:lock")
-        try:
-            open_store(path, key)
-            return {"built": False, "rebuilt_because": None}
-        except FileNotFoundError:
-            reason = None
-        except StoreDamaged as exc:
-            reason = str(exc)
-        for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed build
-            stale.unlink(missing_ok=True)
-        t0 = time.perf_counter()
-        frames = frame_records(read_infos(ann_file, trusted_pickle=trusted), class_names)
-        columns, meta = to_columns(frames)
-        del frames
-        kill_point("frame-store:columns")
-        meta = {**meta, "info_file": str(ann_file), "frames": len(columns["timestamp"])}
-        write_store(path, columns, key, meta, kill_point)
-        return {"built": True, "rebuilt_because": reason, "seconds": time.perf_counter() - t0}
-    finally:
-        os.close(fd)
-
-
 def _child_env() -> dict[str, str]:
     paths = [p for p in sys.path if p]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundError}
 
 
 def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> tuple[dict, dict, Path, dict]:
@@ -170,7 +106,7 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
     spec = {"ann_file": str(ann_file), "class_names": list(class_names), "trusted": trusted,
             "path": str(path), "key": key}  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, "-m", "dali_streampetr.frame_cache", json.dumps(spec)],
+        [sys.executable, "-m", "dali_streampetr.store_build", json.dumps(spec)],
         stdout=subprocess.PIPE, text=True, env=_child_env(),
     )  # fmt: skip
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)]
@@ -182,9 +118,7 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
     if result.get("error") == "OSError":
         raise StoreUnwritable(f"cannot write the frame store {path}: {result['message']}")
     if "error" in result:
-        raise {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundError}.get(
-            result["error"], RuntimeError
-        )(result["message"])
+        raise ERRORS.get(result["error"], RuntimeError)(result["message"])
     if result["rebuilt_because"]:
         logger.warning(f"DALI loader: the frame store {path} {result['rebuilt_because']}: rebuilt it")
     elif result["built"]:
@@ -192,19 +126,24 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
     return (*open_store(path, key), path, key)
 
 
-def main(argv: list[str] | None = None) -> int:
-    spec = json.loads((argv or sys.argv[1:])[0])
+def load_frames(
+    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
+) -> FrameStore:
+    """The info file's frames, sorted by timestamp (stable), as upstream does: a sequence of
+    :class:`.infos.Frame`-like views of the node's frame store (the pickle is read, by the
+    restricted unpickler unless ``trusted_pickle``, and validated only when the store is built).
+    Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
+    ann_file = Path(ann_file).absolute()
+    if not ann_file.is_file():
+        raise FileNotFoundError(f"info pickle not found: {ann_file}")
     try:
-        result = build_store(
-            Path(spec["ann_file"]), spec["class_names"], spec["trusted"], Path(spec["path"]), spec["key"]
-        )
-    except (InfoSchemaError, FileNotFoundError) as exc:
-        result = {"error": type(exc).__name__, "message": str(exc)}
-    except OSError as exc:  # the store folder: not writable, full, ...
-        result = {"error": "OSError", "message": str(exc)}
-    print(RESULT_TAG + json.dumps(result), flush=True)
-    return 0
+        columns, meta, path, key = ensure_store(ann_file, class_names, trusted_pickle)
+        source = (path, key)
+    except StoreUnwritable as exc:
+        from .info_columns import read_columns  # only here: a training process never parses the pickle
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+        logger.warning(f"{exc}; the DALI loader keeps the frames of {ann_file} in its own process")
+        columns, meta, _ = read_columns(ann_file, class_names, trusted_pickle=trusted_pickle)
+        source = None
+    probe = FrameStore(columns, meta, PathResolver(None, None))[0].data_paths[0]
+    return FrameStore(columns, meta, path_resolver(Path(data_root), probe), source)

@@ -42,8 +42,9 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-class _Strings:
-    """Deduplicating string table being built: ``index(s)`` and the final values/offsets."""
+class StringTable:
+    """Deduplicating string table being built: ``index(s)`` (in first-seen order) and the final
+    values/offsets."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
@@ -51,20 +52,31 @@ class _Strings:
     def index(self, text: str | os.PathLike) -> int:
         return self.ids.setdefault(os.fspath(text), len(self.ids))
 
+    def indices(self, texts: Sequence[str]) -> np.ndarray:
+        """int32 ``[index(s) for s in texts]`` of strings (not paths)."""
+        ids = self.ids
+        for text in dict.fromkeys(texts):  # the new ones, in first-seen order
+            ids.setdefault(text, len(ids))
+        return np.fromiter(map(ids.__getitem__, texts), np.int32, len(texts))
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        encoded = [_encode(s) for s in self.ids]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
-        return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+        joined = "".join(self.ids)
+        if joined.isascii():  # one byte per character: encode once
+            encoded, lengths = joined.encode("ascii"), [len(s) for s in self.ids]
+        else:
+            parts = [_encode(s) for s in self.ids]
+            encoded, lengths = b"".join(parts), [len(b) for b in parts]
+        return np.frombuffer(encoded, dtype=np.uint8).copy(), offsets(lengths)
 
 
-def _offsets(counts: Sequence[int]) -> np.ndarray:
+def offsets(counts: Sequence[int]) -> np.ndarray:
+    """int64 start offsets of consecutive runs of ``counts`` items, and the total at the end."""
     out = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=out[1:])
     return out
 
 
-def _shared_blocks(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def shared_blocks(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(table of the distinct blocks, int32 index of each block into it), distinct by their bytes."""
     ids: dict[bytes, int] = {}
     index = np.array([ids.setdefault(b.tobytes(), len(ids)) for b in blocks], dtype=np.int32)
@@ -81,18 +93,18 @@ def to_columns(frames: Sequence[Any]) -> tuple[dict[str, np.ndarray], dict[str, 
         shape = (n, *(n_cams if d == "C" else d for d in tail))
         cols[name] = np.array([getattr(f, name) for f in frames], dtype=dtype).reshape(shape)
     for name in SHARED:
-        cols[name], cols[f"{name}_index"] = _shared_blocks(cols[name])
-    strings = _Strings()
+        cols[name], cols[f"{name}_index"] = shared_blocks(cols[name])
+    strings = StringTable()
     cols["token"] = np.array([strings.index(f.token) for f in frames], dtype=np.int32)
     cols["scene_token"] = np.array([strings.index(f.scene_token) for f in frames], dtype=np.int32)
     for name in ("cam_names", "data_paths"):
         cols[name] = np.array([[strings.index(s) for s in getattr(f, name)] for f in frames], dtype=np.int32)
     cols["string_values"], cols["string_offsets"] = strings.arrays()
-    cols["box_offsets"] = _offsets([len(f.gt_boxes) for f in frames])
+    cols["box_offsets"] = offsets([len(f.gt_boxes) for f in frames])
     cols["gt_boxes"] = np.concatenate([f.gt_boxes for f in frames]).astype(np.float32).reshape(-1, 9)
     labeled = [f.gt_labels for f in frames if len(f.gt_labels)]
     cols["gt_labels"] = np.concatenate(labeled).astype(np.int64) if labeled else np.zeros(0, np.int64)
-    cols["ann2d_offsets"] = _offsets([len(a) if a.size else 0 for f in frames for a in f.labels2d])
+    cols["ann2d_offsets"] = offsets([len(a) if a.size else 0 for f in frames for a in f.labels2d])
     empty_shapes: list[tuple[int, ...]] = []
     for key, (dtype, width) in ANN_2D.items():
         per_cam = [a for f in frames for a in getattr(f, key)]
@@ -111,7 +123,7 @@ def to_columns(frames: Sequence[Any]) -> tuple[dict[str, np.ndarray], dict[str, 
 
 
 class PathResolver:
-    """``resolver(data_path)`` -> absolute image path, by the rule :func:`.infos.path_resolver` picked
+    """``resolver(data_path)`` -> absolute image path, by the rule :func:`path_resolver` picked
     (picklable, so a spawned worker resolves like the loader)."""
 
     def __init__(self, data_root: Path | None, skip: int | None) -> None:
@@ -123,6 +135,23 @@ class PathResolver:
         if self.skip is None:
             return str((self.data_root / path).absolute())
         return str(self.data_root.joinpath(*Path(path).parts[self.skip :]).absolute())
+
+
+def path_resolver(data_root: Path, probe: str) -> PathResolver:
+    """Return ``data_path -> absolute path``.
+
+    Upstream opens ``data_path`` relative to the working directory, where the converter wrote
+    ``<data_root>/samples/...``. Here the first of these that exists for ``probe`` is used for all
+    paths: the path as is (absolute or cwd-relative, upstream's rule), ``data_root/<path>``, then
+    ``data_root/<path minus 1, 2, ... leading components>``.
+    """
+    parts = Path(probe).parts
+    if Path(probe).is_absolute() or Path(probe).exists():
+        return PathResolver(None, None)
+    for skip in range(len(parts)):
+        if (data_root.joinpath(*parts[skip:])).exists():
+            return PathResolver(data_root, skip)
+    return PathResolver(data_root, None)
 
 
 class FrameStore(Sequence):

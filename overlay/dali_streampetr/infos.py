@@ -1,7 +1,8 @@
 """StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives).
 
-:func:`read_frames` builds them as Python objects (:class:`Frame`); :func:`load_frames`, what the
-loader uses, serves the same values as views of the node's frame store (:mod:`.frame_cache`).
+:func:`read_frames` builds them as Python objects (:class:`Frame`), one info at a time: the
+reference of the frame store, whose columns :mod:`.info_columns` computes over all frames at once
+(the loader's frames, :func:`.frame_cache.load_frames`, are views of them).
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .frame_cache import StoreUnwritable, ensure_store, logger
-from .frame_columns import FrameStore, PathResolver, to_columns
+from .frame_columns import path_resolver
 from .info_schema import InfoSchemaError, validate_infos
-from .unpickle import load_pickle
+from .unpickle import read_pickle_file
 
 
 @dataclass
@@ -81,23 +82,6 @@ def rigid_inverse(m: np.ndarray) -> np.ndarray:
     return inv
 
 
-def path_resolver(data_root: Path, probe: str) -> PathResolver:
-    """Return ``data_path -> absolute path``.
-
-    Upstream opens ``data_path`` relative to the working directory, where the converter wrote
-    ``<data_root>/samples/...``. Here the first of these that exists for ``probe`` is used for all
-    paths: the path as is (absolute or cwd-relative, upstream's rule), ``data_root/<path>``, then
-    ``data_root/<path minus 1, 2, ... leading components>``.
-    """
-    parts = Path(probe).parts
-    if Path(probe).is_absolute() or Path(probe).exists():
-        return PathResolver(None, None)
-    for skip in range(len(parts)):
-        if (data_root.joinpath(*parts[skip:])).exists():
-            return PathResolver(data_root, skip)
-    return PathResolver(data_root, None)
-
-
 def _labels(names: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
     """Like mmdet3d's ``get_ann_info``: ``np.array(list)``, so float64 when there are no boxes."""
     index = {n: i for i, n in enumerate(class_names)}
@@ -152,21 +136,32 @@ def _frame(info: dict, class_names: Sequence[str], resolve) -> Frame:
     )
 
 
-def read_infos(ann_file: str | Path, *, trusted_pickle: bool = False) -> list[dict]:
-    """The info pickle's validated infos, sorted by timestamp (stable), as upstream does. The pickle
-    is read by the restricted unpickler unless ``trusted_pickle``."""
+def load_info_file(ann_file: str | Path, *, trusted_pickle: bool) -> tuple[Any, str]:
+    """(the info file's object, the SHA-256 of the bytes it was read from), read by the restricted
+    unpickler unless ``trusted_pickle`` (:func:`.unpickle.read_pickle_file`). Raises
+    ``FileNotFoundError``, or :class:`InfoSchemaError` when the file is not a readable pickle."""
     ann_file = Path(ann_file)
     if not ann_file.is_file():
         raise FileNotFoundError(f"info pickle not found: {ann_file}")
-    with ann_file.open("rb") as f:
-        try:
-            data = load_pickle(f, trusted=trusted_pickle)
-        except Exception as exc:
-            raise InfoSchemaError(f"{ann_file} is not a readable info pickle: {exc}") from exc
+    try:
+        return read_pickle_file(ann_file, trusted=trusted_pickle)
+    except Exception as exc:
+        raise InfoSchemaError(f"{ann_file} is not a readable info pickle: {exc}") from exc
+
+
+def sorted_infos(data: Any, ann_file: str | Path) -> list[dict]:
+    """The validated infos of an unpickled info file, sorted by timestamp (stable), as upstream
+    does; an :class:`InfoSchemaError` names ``ann_file``."""
     try:
         return sorted(validate_infos(data), key=lambda e: e["timestamp"])
     except InfoSchemaError as exc:
         raise InfoSchemaError(f"{ann_file}: {exc}") from None
+
+
+def read_infos(ann_file: str | Path, *, trusted_pickle: bool = False) -> list[dict]:
+    """The info pickle's validated infos, sorted by timestamp (stable), as upstream does. The pickle
+    is read by the restricted unpickler unless ``trusted_pickle``."""
+    return sorted_infos(load_info_file(ann_file, trusted_pickle=trusted_pickle)[0], ann_file)
 
 
 def frame_records(infos: Sequence[dict], class_names: Sequence[str], resolve=os.fspath) -> list[Frame]:
@@ -177,29 +172,8 @@ def frame_records(infos: Sequence[dict], class_names: Sequence[str], resolve=os.
 def read_frames(
     ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
 ) -> list[Frame]:
-    """The frames as Python objects, straight from the pickle (what :func:`load_frames` stores; the
-    reference its frames are tested against)."""
+    """The frames as Python objects, straight from the pickle (the reference the frame store's
+    frames are tested against)."""
     infos = read_infos(ann_file, trusted_pickle=trusted_pickle)
     first_cam = next(iter(infos[0]["cams"].values()))
     return frame_records(infos, class_names, path_resolver(Path(data_root), str(first_cam["data_path"])))
-
-
-def load_frames(
-    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
-) -> FrameStore:
-    """The info file's frames, sorted by timestamp (stable), as upstream does: a sequence of
-    :class:`Frame`-like views of the node's frame store (:mod:`.frame_cache`: the pickle is read,
-    by the restricted unpickler unless ``trusted_pickle``, and validated only when the store is
-    built). Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
-    ann_file = Path(ann_file).absolute()
-    if not ann_file.is_file():
-        raise FileNotFoundError(f"info pickle not found: {ann_file}")
-    try:
-        columns, meta, path, key = ensure_store(ann_file, class_names, trusted_pickle)
-        source = (path, key)
-    except StoreUnwritable as exc:
-        logger.warning(f"{exc}; the DALI loader keeps the frames of {ann_file} in its own process")
-        frames = read_frames(ann_file, data_root, class_names, trusted_pickle=trusted_pickle)
-        (columns, meta), source = to_columns(frames), None
-    probe = FrameStore(columns, meta, PathResolver(None, None))[0].data_paths[0]
-    return FrameStore(columns, meta, path_resolver(Path(data_root), probe), source)

@@ -16,8 +16,9 @@ from .batch_assembly import BatchAssembler
 from .config import LoaderConfig
 from .config_reader import loader_config_from
 from .diagnosis import diagnose
+from .frame_cache import load_frames
 from .image_source import ImageSource
-from .infos import Frame, load_frames
+from .infos import Frame
 from .pipeline import build_pipeline
 from .pipeline_start import build_within
 from .placement import pipeline_device

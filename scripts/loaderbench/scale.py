@@ -15,7 +15,11 @@ together and measures, at the same moments in every rank (the ranks wait for eac
   the same number of batches on the embedded 24 frames shows what the pipeline itself grows by.
 
 DALI runs first with an empty store folder (the first build), then with the store present. Every
-DALI run maps its frame store from ``<out>/frame-stores``. The DataLoader at 2 ranks is measured
+DALI run maps its frame store from ``<out>/frame-stores``. The first build is held against the
+reference read of the info file, as upstream's dataset reads it (``mmcv.load``: ``pickle.load``,
+the garbage collector on), timed in a process of its own right before and right after that build;
+then every attribute of every frame of the store is compared with the per-frame reader's
+(``infos.read_frames``). The DataLoader at 2 ranks is measured
 only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Writes
 ``<out>/scale.json`` and ``<out>/scale.png``.
 """
@@ -35,6 +39,7 @@ from typing import Any
 from .cases import ROOT, Case, build, enter_checkout, load_config
 from .proctree import memory_mb, tree
 from .replica import replicate_infos
+from .scale_checks import frame_diffs, reference_read
 
 PHASE_TAG = "PHASE "
 NUSCENES_TRAIN = 28130
@@ -191,23 +196,6 @@ def summarise(loader: str, ranks: int, results: list[dict[str, dict[str, Any]]],
     return row
 
 
-def pickle_read_s(ann_file: Path) -> float:
-    """Seconds the restricted unpickler takes to read the info file (in its own process)."""
-    code = (
-        "import sys, time; sys.path.insert(0, sys.argv[2])\n"
-        "from dali_streampetr.unpickle import load_pickle_file\n"
-        "t = time.perf_counter(); load_pickle_file(sys.argv[1], trusted=False)\n"
-        "print(time.perf_counter() - t)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(ann_file), str(ROOT / "overlay")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.split()[-1])
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="loaderbench --case scale", description=__doc__.split("\n\n")[1])
     ap.add_argument("--frames", type=int, default=NUSCENES_TRAIN, help="replica size (default 28130)")
@@ -250,9 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    read_s = pickle_read_s(big)
+    read_s, how = reference_read(big)
     print(
-        f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, read in {read_s:.1f} s)",
+        f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, {how} in {read_s:.1f} s)",
         flush=True,
     )
     pass_batches = -(-args.pass_frames // 2)  # the r50 batch: 2 samples
@@ -260,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         # the pipeline's own memory on the embedded frames, over as many batches as the full pass
         measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
         measure("dali", 1, cold=True)
+        read_after_s, _ = reference_read(big)  # the load of this host drifts: the read on both sides
+        print(f"  {how} again: {read_after_s:.1f} s", flush=True)
         measure("dali", 1)
+        classes = list(load_config("r50", data_root).class_names)
+        frames, diffs = frame_diffs(big, data_root, classes, stores)
+        print(f"  store vs per-frame reader: {diffs} differing attributes in {frames} frames", flush=True)
         measure("dali", 2)
     if "torch" in loaders:
         for ranks in (int(r) for r in args.torch_ranks.split(",") if r):
@@ -272,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         "pass_frames": args.pass_frames,
         "pickle_mib": big.stat().st_size / 2**20,
         "pickle_read_s": read_s,
+        "pickle_read_after_s": read_after_s if "dali" in loaders else None,
+        "pickle_read_how": how,
+        "frame_diffs": {"frames": frames, "diffs": diffs} if "dali" in loaders else None,
+        "load_average": os.getloadavg(),
         "batches": args.batches,
         "rows": rows,
         "targets": report.SCALE_TARGETS,

@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import CLASSES, tiny_config
-from dali_streampetr.frame_cache import store_folder, store_key, store_path
-from dali_streampetr.infos import Frame, load_frames, read_frames
+from dali_streampetr.frame_cache import load_frames, store_folder, store_key, store_path
+from dali_streampetr.frame_sets import labelled_frames, scene_ids
+from dali_streampetr.infos import Frame, read_frames
 from dali_streampetr.iterator import build_loader
+from dali_streampetr.store_build import InfoFileChanged, build_store
 from loaderbench.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[2] / "overlay"
@@ -176,7 +178,7 @@ LOAD = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {overlay!r})
-    from dali_streampetr.infos import load_frames
+    from dali_streampetr.frame_cache import load_frames
     frames = load_frames({ann!r}, {root!r}, {classes!r})
     print(len(frames), frames[len(frames) - 1].token)
     """
@@ -269,3 +271,34 @@ def test_batches_equal_the_pickle_frames_batches_bit_for_bit(tiny_root, workers)
                 {k: v for k, v in a.items() if k != "dali"}, {k: v for k, v in b.items() if k != "dali"}
             )
             assert [d["index"] for d in a["dali"]] == [d["index"] for d in b["dali"]]
+
+
+@pytest.mark.parametrize("bev", [51.2, 12.0, 4.0])
+def test_whole_set_facts_of_the_store_equal_the_per_frame_ones(
+    tiny_root, quirky_pickle, synthetic_dataset, bev
+):
+    """Which frames keep a box after the range and name filters, and the scene numbering: read
+    column-wise from the store as frame by frame from the pickle's records."""
+    pcr = (-bev, -bev, -5.0, bev, bev, 3.0)
+    for ann, root in ((quirky_pickle, tiny_root), (synthetic_dataset / "nuscenes2d_temporal_infos_train.pkl",
+                                                    synthetic_dataset)):  # fmt: skip
+        store, records = load_frames(ann, root, CLASSES), read_frames(ann, root, CLASSES)
+        for num_classes in (len(CLASSES), 2):  # 2: ObjectNameFilter drops labels 2..9 as well
+            want = labelled_frames(records, pcr, num_classes)
+            assert (labelled_frames(store, pcr, num_classes) == want).all()
+        assert (scene_ids(store) == scene_ids(records)).all()
+    assert not want.all() or bev == 51.2  # the narrow ranges drop every box of some frames
+
+
+def test_an_info_file_that_changed_since_its_key_was_made_gives_no_store(tiny_root, tmp_path):
+    """The builder hashes the bytes it unpickles: content other than the key's is refused."""
+    ann = own_infos(tiny_root, tmp_path)
+    key = store_key(ann, CLASSES, False)
+    path = store_path(tmp_path / "stores", key)
+    with ann.open("rb") as f:
+        data = pickle.load(f)
+    data["infos"] = data["infos"][:-1]
+    ann.write_bytes(pickle.dumps(data))  # after the key was made, before the build reads it
+    with pytest.raises(InfoFileChanged, match="changed while its frame store was built"):
+        build_store(ann, CLASSES, False, path, key)
+    assert not [p for p in path.parent.iterdir() if not p.name.endswith(".lock")]

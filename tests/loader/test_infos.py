@@ -7,7 +7,8 @@ import pickle
 import numpy as np
 import pytest
 from conftest import CLASSES
-from dali_streampetr.infos import InfoSchemaError, load_frames, quat_to_matrix
+from dali_streampetr.frame_cache import load_frames
+from dali_streampetr.infos import InfoSchemaError, quat_to_matrix
 from float_tolerance import float_atol, product_scale
 
 

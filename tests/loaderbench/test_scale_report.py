@@ -38,3 +38,24 @@ def test_node_pss_sums_the_ranks_and_the_further_rank_is_the_difference():
     assert got["first rank PSS added <= 300 MB (batches)"] == ("400 MB", False)
     assert got["PSS after a full pass <= 1.05 x after 100 batches"] == ("1.057 (1000 frames)", False)
     assert "| DALI | 2 | 1000 | 1.50 | 0.50 | 140 / 240 / 680 / - |  |" in scale_table(result)
+
+
+def test_the_first_build_is_held_against_the_faster_read_and_diffs_must_be_zero():
+    cold = summarise("dali", 1, [rank(1000, 1010, 1300)], cold=True)
+    result = {"frames": 1000, "pass_frames": 1000, "pickle_mib": 15.0, "pickle_read_s": 1.6,
+              "pickle_read_after_s": 1.4, "pickle_read_how": "mmcv.load", "batches": 100, "rows": [cold],
+              "frame_diffs": {"frames": 1000, "diffs": 0}, "load_average": (1.0, 1.5, 2.0)}  # fmt: skip
+    got = {name: (value, ok) for name, value, ok in verdicts(result)}
+    key = "first build <= the pickle's read time (mmcv.load, the faster of the reads before and after)"
+    assert got[key] == ("1.5 s vs 1.6 / 1.4 s", False)  # 1.5 s beats the first read, not the second
+    assert got["store frames bit-identical to the per-frame reader's"] == (
+        "0 differing attributes in 1000 frames",
+        True,
+    )
+    result["frame_diffs"]["diffs"] = 3
+    assert not dict((n, ok) for n, _, ok in verdicts(result))[
+        "store frames bit-identical to the per-frame reader's"
+    ]
+    assert "mmcv.load 1.6 s" in scale_table(
+        result
+    ) and "load average at the end 1.0 / 1.5 / 2.0" in scale_table(result)
