@@ -27,6 +27,8 @@ only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Write
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -42,6 +44,7 @@ from .replica import replicate_infos
 from .scale_checks import frame_diffs, reference_read
 
 PHASE_TAG = "PHASE "
+SETTLE_S = 1.0  # the loader's run-ahead batch (~0.2 s here) has finished before a reading
 NUSCENES_TRAIN = 28130
 TORCH_WORKERS = 2
 DALI_THREADS = 2
@@ -54,8 +57,22 @@ def tree_pss_mb() -> tuple[float, float]:
     return own + sum(memory_mb(s.pid)[1] for s in tree(me) if s.pid != me), own
 
 
+def settle_heap() -> None:
+    """Let the run-ahead batch finish, then give the allocator's free heap back to the system
+    (glibc ``malloc_trim``), so that a reading counts live memory: without it the training side's
+    freed batch tensors (~26 MB each) stay in the heap or not by the allocator's whim, and the PSS of
+    the rank moves in batch-sized steps that say nothing about the frames."""
+    time.sleep(SETTLE_S)
+    libc = ctypes.util.find_library("c")
+    if libc:
+        trim = getattr(ctypes.CDLL(libc), "malloc_trim", None)
+        if trim is not None:
+            trim(0)
+
+
 def _phase(name: str, **values: Any) -> None:
     """Report this rank's values of a phase and wait until every rank has reported it."""
+    settle_heap()
     total, own = tree_pss_mb()
     print(PHASE_TAG + json.dumps({"phase": name, "pss_mb": total, "main_pss_mb": own, **values}), flush=True)
     if sys.stdin.readline().strip() != "go":
@@ -190,6 +207,13 @@ def summarise(loader: str, ranks: int, results: list[dict[str, dict[str, Any]]],
             "frames_touched_after_batches": touched,
             "node_pss_growth_mb": growth,
             "growth_kb_per_frame": growth * 1024 / max(1, touched * ranks),
+            "workers_growth_kb_per_frame": sum(
+                (r["pass"]["pss_mb"] - r["pass"]["main_pss_mb"])
+                - (r["batches"]["pss_mb"] - r["batches"]["main_pss_mb"])
+                for r in results
+            )
+            * 1024
+            / max(1, touched * ranks),
             "pass_vs_batches": sum(r["pass"]["pss_mb"] for r in results)
             / sum(r["batches"]["pss_mb"] for r in results),
         }

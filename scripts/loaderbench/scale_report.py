@@ -107,7 +107,8 @@ def scale_table(result: dict[str, Any]) -> str:
         f"{result['pass_frames']} frames; load average at the end {_load(result)}",
         "",
         "| loader | ranks | frames | build s | first batch s | node PSS added MB: built / 1st batch / "
-        f"{result['batches']} batches / pass end | growth after batch {result['batches']}: MB, KB/frame |",
+        f"{result['batches']} batches / pass end | growth after batch {result['batches']}: MB, KB/frame "
+        "(loader's workers: KB/frame) |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
@@ -121,6 +122,8 @@ def scale_table(result: dict[str, Any]) -> str:
         growth = ""
         if "pass" in row:
             growth = f"{row['pass']['node_pss_growth_mb']:.1f}, {row['pass']['growth_kb_per_frame']:.1f}"
+            if "workers_growth_kb_per_frame" in row["pass"]:
+                growth += f" ({row['pass']['workers_growth_kb_per_frame']:.1f})"
         lines.append(
             f"| {name} | {row['ranks']} | {row['frames']} | {row['build_s']:.2f} | "
             f"{row['first_batch_s']:.2f} | {pss} | {growth} |"

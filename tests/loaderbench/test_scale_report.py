@@ -7,16 +7,23 @@ from loaderbench.scale_report import scale_table, verdicts
 
 
 def rank(
-    before: float, built: float, batches: float, pass_mb: float | None = None, frames: int = 1000
+    before: float,
+    built: float,
+    batches: float,
+    pass_mb: float | None = None,
+    frames: int = 1000,
+    main_growth_mb: float = 0.0,
 ) -> dict:
+    """One rank's phases; the rank's own process holds 600 MB, plus ``main_growth_mb`` at the pass end."""
     phases = {
-        "imported": {"pss_mb": before},
-        "built": {"pss_mb": built, "build_s": 1.5, "frames": frames},
-        "first batch": {"pss_mb": built + 50, "first_batch_s": 0.5},
-        "batches": {"pss_mb": batches, "batches": 100, "frames_touched": 200},
+        "imported": {"pss_mb": before, "main_pss_mb": 600.0},
+        "built": {"pss_mb": built, "main_pss_mb": 600.0, "build_s": 1.5, "frames": frames},
+        "first batch": {"pss_mb": built + 50, "main_pss_mb": 600.0, "first_batch_s": 0.5},
+        "batches": {"pss_mb": batches, "main_pss_mb": 600.0, "batches": 100, "frames_touched": 200},
     }
     if pass_mb is not None:
-        phases["pass"] = {"pss_mb": pass_mb, "batches": 500, "frames_touched": 1000}
+        phases["pass"] = {"pss_mb": pass_mb, "main_pss_mb": 600.0 + main_growth_mb, "batches": 500,
+                          "frames_touched": 1000}  # fmt: skip
     return phases
 
 
@@ -28,6 +35,11 @@ def test_node_pss_sums_the_ranks_and_the_further_rank_is_the_difference():
     assert full["pass"]["frames_touched_after_batches"] == 800
     assert abs(full["pass"]["growth_kb_per_frame"] - 80 * 1024 / 800) < 1e-9
     assert abs(full["pass"]["pass_vs_batches"] - 1480 / 1400) < 1e-12
+    assert abs(full["pass"]["workers_growth_kb_per_frame"] - 80 * 1024 / 800) < 1e-9
+    split = summarise("dali", 1, [rank(1000, 1100, 1400, pass_mb=1480, main_growth_mb=60)])
+    assert (
+        abs(split["pass"]["workers_growth_kb_per_frame"] - 20 * 1024 / 800) < 1e-9
+    )  # the rest is the main's
     result = {"frames": 1000, "pass_frames": 1000, "pickle_mib": 15.0, "pickle_read_s": 2.0, "batches": 100,
               "rows": [one, two, full]}  # fmt: skip
     got = {name: (value, ok) for name, value, ok in verdicts(result)}
