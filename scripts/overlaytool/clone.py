@@ -21,6 +21,7 @@ from .fetch import require_cached
 from .files import write_atomic
 from .gitcmd import git, has_commit
 from .lock import hold
+from .scratch import remove_dead_scratch
 from .targets import Target
 
 
@@ -43,7 +44,7 @@ def ensure_checkout(target: Target) -> None:
             if checkout.exists() and any(checkout.iterdir()):
                 raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
             remove_partial_clones(scratch)
-            _remove_dead_partials(checkout)
+            remove_dead_scratch(checkout, "partial")
             partial = Path(tempfile.mkdtemp(prefix="partial-", dir=scratch))
             with mirror_lock(target.pin, "apply", shared=True):
                 git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
@@ -54,18 +55,6 @@ def ensure_checkout(target: Target) -> None:
             kill_point(f"{target.label}:checkout")
         with contextlib.suppress(FileNotFoundError):  # a run we waited for removed it already
             shutil.rmtree(scratch)  # the lock file too: a run waiting on it finds the checkout made
-
-
-def _remove_dead_partials(checkout: Path) -> None:
-    """Temporary clones that earlier versions made beside the checkout (their pid is in the name)."""
-    for partial in checkout.parent.glob(f".{checkout.name}.partial-*"):
-        pid = partial.name.removeprefix(f".{checkout.name}.partial-").split("-")[0]
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(partial, ignore_errors=True)
-        except (ValueError, PermissionError):
-            continue
 
 
 CLONE_LOCK = "lock"

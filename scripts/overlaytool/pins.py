@@ -34,14 +34,19 @@ class Pin:
         return f"{parts[-2]}+{parts[-1]}"
 
 
-def load_pin(path: Path) -> Pin:
-    """Parse one pin file; every problem names the file and the key."""
+def read_toml(path: Path, missing: str) -> dict:
+    """The TOML table of `path`; `OverlayError` naming the file when it is `missing` or not TOML."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise OverlayError(f"{path}: pin file not found") from exc
+        raise OverlayError(f"{path}: {missing}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise OverlayError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def load_pin(path: Path) -> Pin:
+    """Parse one pin file; every problem names the file and the key."""
+    data = read_toml(path, "pin file not found")
     for key in REQUIRED:
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise OverlayError(f"{path}: key '{key}' is missing or not a non-empty string")

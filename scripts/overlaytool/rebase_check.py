@@ -20,6 +20,7 @@ from .patchfile import parse_patch
 from .rebase_report import status_lines
 from .rebase_target import resolve
 from .replay import CONFLICT, MISSING, renames, replay
+from .scratch import remove_dead_scratch
 from .series import load_series
 from .series_index import build_result
 from .targets import Target
@@ -31,7 +32,7 @@ def dry_run(target: Target, ref: str, source: str | None = None) -> tuple[list[s
     new, keep_created = resolve(target, ref, source)
     mirror = require_cached(target.pin)
     target.checkout.parent.mkdir(parents=True, exist_ok=True)
-    _remove_dead_scratch(target.checkout)
+    remove_dead_scratch(target.checkout, "rebase-check")
     prefix = f".{target.checkout.name}.rebase-check-{os.getpid()}-"
     scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=target.checkout.parent))
     try:
@@ -77,15 +78,3 @@ def _dry_run_in(scratch: Target, new: str) -> tuple[list[str], bool]:
     except OverlayError as exc:
         return [*lines, f"the replayed series would not finish: {exc}"], False
     return [*lines, "the series carries over"], True
-
-
-def _remove_dead_scratch(checkout: Path) -> None:
-    """Scratch clones of `--check` runs that were killed (their pid is in the name)."""
-    for path in checkout.parent.glob(f".{checkout.name}.rebase-check-*"):
-        pid = path.name.removeprefix(f".{checkout.name}.rebase-check-").split("-")[0]
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except (ValueError, PermissionError):
-            continue

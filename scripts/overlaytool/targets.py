@@ -8,12 +8,11 @@ target whose folder or series file is missing is an error naming the file: nothi
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import OverlayError
-from .pins import Pin, load_pin
+from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path("patches") / "config.toml"
@@ -79,12 +78,7 @@ def _target(root: Path, config: Path, number: int, entry: object) -> Target:
 def load_targets(root: Path = REPO_ROOT) -> list[Target]:
     """Every target of `patches/config.toml`, in its order; every problem names the file and the key."""
     config = root / CONFIG
-    try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise OverlayError(f"{config}: the target list is missing") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise OverlayError(f"{config}: not valid TOML: {exc}") from exc
+    data = read_toml(config, "the target list is missing")
     entries = data.get("target")
     if not isinstance(entries, list) or not entries:
         raise OverlayError(f"{config}: lists no target (one [[target]] table per patched upstream)")
