@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import OverlayError, rebase, rebase_check
+from . import OverlayError
 from .apply import apply_all, apply_target
 from .checkout import checkout_lock
 from .edit import commit_series
@@ -23,6 +23,8 @@ from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
 from .pins import Pin
+from .rebase import check as rebase_check
+from .rebase import commands as rebase
 from .refresh import refresh_target
 from .series import read_series
 from .sources import local_source
@@ -96,7 +98,7 @@ def cmd_rebase(args: argparse.Namespace) -> None:
     targets = load_targets(args.root)
     target = select_one(targets, args.target)
     try:
-        _rebase(target, args)
+        _rebase(target, targets, args)
     except OverlayError as exc:
         if target is targets[0]:
             raise
@@ -105,14 +107,14 @@ def cmd_rebase(args: argparse.Namespace) -> None:
         ) from exc
 
 
-def _rebase(target: Target, args: argparse.Namespace) -> None:
+def _rebase(target: Target, targets: list[Target], args: argparse.Namespace) -> None:
     if args.abort:
         print(rebase.abort(target))
         return
     if args.check:
         if not args.ref:
             raise OverlayError("rebase --check needs the commit or ref to check against")
-        lines, carries_over = rebase_check.dry_run(target, args.ref, args.source)
+        lines, carries_over = rebase_check.dry_run(target, args.ref, args.source, targets, args.report)
         print("\n".join(lines))
         if not carries_over:
             raise OverlayError(f"the series would not carry over to {args.ref} (nothing was changed)")
@@ -122,7 +124,7 @@ def _rebase(target: Target, args: argparse.Namespace) -> None:
     elif args.skip:
         lines = rebase.skip(target)
     elif args.ref:
-        lines = rebase.start(target, args.ref, args.source)
+        lines = rebase.start(target, args.ref, args.source, targets)
     else:
         raise OverlayError("rebase needs a commit or ref, or --continue / --skip / --abort")
     print("\n".join(lines))
@@ -202,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip", action="store_true", help="drop the stopped patch from the series and go on")
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.add_argument("--check", action="store_true", help="dry run: print each patch's status, change nothing")
+    p.add_argument(
+        "--report",
+        type=lambda s: Path(s).resolve(),
+        metavar="JSON",
+        help="--check: write the report here (the Markdown beside it) instead of upstream/rebase-report.json",
+    )
     p.set_defaults(func=cmd_rebase)
     for stream in (sys.stdout, sys.stderr):  # patch subjects and paths may not fit the locale's encoding
         if hasattr(stream, "reconfigure"):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import OverlayError
 from .checkout import checkout_lock, clear_stale_index_lock, read_stamp, write_stamp
-from .clone import ensure_checkout, ensure_pin_commit, exclude_nested
+from .clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
 from .faults import kill_point
 from .fetch import require_cached
 from .files import put, remove_leftover_tmp
@@ -59,11 +59,12 @@ def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> s
 def apply_target(target: Target, force: bool = False) -> Outcome:
     """Bring one target to pin + series + overlay. See the module docstring for the guarantees."""
     patches = load_series(target.patch_dir)
-    overlay = overlay_files(target.overlay_dir)
+    overlay = overlay_files(target.overlay_dir, target.overlay_moves)
     ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch
     require_cached(target.pin)
     with checkout_lock(target.checkout, "apply"):
         ensure_pin_commit(target)
+        leave_outside(target.checkout, target.outside)
         return _apply_locked(target, patches, overlay, force)
 
 

@@ -49,6 +49,7 @@ def ensure_checkout(target: Target) -> None:
             with mirror_lock(target.pin, "apply", shared=True):
                 git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
             kill_point(f"{target.label}:clone")
+            leave_outside(partial, target.outside)
             git("checkout", "--quiet", "--detach", target.pin.commit, cwd=partial)
             kill_point(f"{target.label}:clone-checkout")
             os.rename(partial, checkout)  # onto a missing or empty directory only
@@ -103,3 +104,28 @@ def exclude_nested(parent: Target, child: Target) -> None:
             return
         write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
     kill_point(f"{parent.label}:exclude")
+
+
+SPARSE_HEAD = "# streampetr-dali: the folders of `outside` (patches/config.toml) stay out of this checkout"
+
+
+def leave_outside(checkout: Path, outside: tuple[str, ...]) -> None:
+    """Keep the `outside` folders of the upstream tree out of the work tree (git's sparse checkout,
+    files already there left alone: `sparse.expectFilesOutsideOfPatterns`), so a fork's vendored
+    copy never overwrites the nested checkout there. Call before checking out a commit that tracks them."""
+    sparse = gitdir(checkout) / "info" / "sparse-checkout"
+    ours = sparse.is_file() and sparse.read_text(encoding="utf-8").startswith(SPARSE_HEAD)
+    if not outside:
+        if ours:
+            git("config", "--unset", "core.sparseCheckout", cwd=checkout, check=False)
+            sparse.unlink()
+        return
+    text = "\n".join([SPARSE_HEAD, "/*", *(f"!/{folder}/" for folder in outside)]) + "\n"
+    if ours and sparse.read_text(encoding="utf-8") == text:
+        return
+    if sparse.is_file() and not ours:
+        raise OverlayError(f"{sparse} exists and is not the tool's: remove it, then run again.")
+    git("config", "sparse.expectFilesOutsideOfPatterns", "true", cwd=checkout)
+    git("config", "core.sparseCheckout", "true", cwd=checkout)
+    sparse.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(sparse, text)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from . import OverlayError
 from .checkout import checkout_lock
-from .gitcmd import TOOL_IDENTITY, git, git_out
+from .gitcmd import git_out
+from .rebase.loop import series_commits
 from .series import load_series
 from .targets import Target
 
@@ -19,8 +20,4 @@ def _commit_series_locked(target: Target) -> int:
     checkout = target.checkout
     if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
         raise OverlayError(f"{checkout} already has commits on top of the pin.")
-    patches = load_series(target.patch_dir)
-    git("checkout", "--quiet", "--force", "--detach", target.pin.commit, cwd=checkout)
-    for patch in patches:
-        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
-    return len(patches)
+    return len(series_commits(checkout, target.pin.commit, load_series(target.patch_dir)))

@@ -34,7 +34,7 @@ DIFF = (
 def _sync_overlay(target: Target) -> list[str]:
     """Copy edited overlay files from the checkout back into overlay/; return their paths."""
     changed = []
-    for rel, source in overlay_files(target.overlay_dir).items():
+    for rel, source in overlay_files(target.overlay_dir, target.overlay_moves).items():
         blob = current(target.checkout, rel)
         if blob is not None and blob != overlay_blob(source):
             put(source, blob)
@@ -45,7 +45,7 @@ def _sync_overlay(target: Target) -> list[str]:
 def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str | None]) -> list[str]:
     """Fold work-tree edits back into the patches that own the edited files; return rewritten names."""
     checkout = target.checkout
-    overlay = set(overlay_files(target.overlay_dir))
+    overlay = set(overlay_files(target.overlay_dir, target.overlay_moves))
     changed = modified(checkout) | {p for p in owned if p not in overlay}
     # edited = differs from what the last apply wrote (the whole series' result), or not written by it
     edited_files = {

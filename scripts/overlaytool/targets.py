@@ -2,8 +2,12 @@
 
 One `[[target]]` table per target, in apply order (a checkout nested in another's comes after it):
 `name` (what `--target` takes), `pin` (the pin file; its `checkout` key says where it is checked out),
-`patches` (the folder holding its `series` and `.patch` files) and, optionally, `overlay`. A listed
-target whose folder or series file is missing is an error naming the file: nothing applies silently.
+`patches` (the folder holding its `series` and `.patch` files) and, optionally, `overlay`,
+`overlay_moves` (a table: overlay folder → the folder of the upstream tree it lands in, for an
+upstream that moved the code the overlay builds on) and `outside` (folders of the upstream tree
+the checkout leaves out because another target's checkout is there: a fork's vendored copy). A
+listed target whose folder or series file is missing is an error naming the file: nothing applies
+silently.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path("patches") / "config.toml"
-KEYS = {"name", "pin", "patches", "overlay"}
+KEYS = {"name", "pin", "patches", "overlay", "overlay_moves", "outside"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ class Target:
     checkout: Path
     patch_dir: Path
     overlay_dir: Path | None
+    overlay_moves: tuple[tuple[str, str], ...] = ()  # overlay folder → where it lands upstream
+    outside: tuple[str, ...] = ()  # folders of the upstream tree left out of the checkout
 
     @property
     def label(self) -> str:
@@ -72,7 +78,28 @@ def _target(root: Path, config: Path, number: int, entry: object) -> Target:
         raise OverlayError(
             f"{config}: {where}: the overlay folder {overlay_dir} does not exist (key 'overlay')"
         )
-    return Target(name, pin, root / pin.checkout, patch_dir, overlay_dir)
+    moves = entry.get("overlay_moves", {})
+    if not isinstance(moves, dict) or not all(_folder(k) and _folder(v) for k, v in moves.items()):
+        raise OverlayError(
+            f"{config}: {where}: key 'overlay_moves' must be a table of folder = folder (relative paths "
+            f'without "..", e.g. tools = "src/tools"), got {moves!r}'
+        )
+    outside = entry.get("outside", [])
+    if not isinstance(outside, list) or not all(_folder(p) for p in outside):
+        raise OverlayError(
+            f"{config}: {where}: key 'outside' must be a list of folders of the upstream tree "
+            f'(relative paths without "..", e.g. ["mmdetection3d"]), got {outside!r}'
+        )
+    folders = tuple(p.strip("/") for p in outside)
+    moved = tuple((k.strip("/"), v.strip("/")) for k, v in moves.items())
+    return Target(name, pin, root / pin.checkout, patch_dir, overlay_dir, moved, folders)
+
+
+def _folder(value: object) -> bool:
+    """A relative folder path inside a tree."""
+    if not isinstance(value, str) or not value.strip("/ ") or value.startswith("/"):
+        return False
+    return ".." not in Path(value).parts and "." not in Path(value).parts
 
 
 def load_targets(root: Path = REPO_ROOT) -> list[Target]:

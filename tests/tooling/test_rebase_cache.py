@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -83,22 +84,51 @@ def test_a_local_path_source_warns_how_to_point_the_pin(series: Project, tmp_pat
     assert load_pin(series.root / "upstream" / "streampetr.toml").source is None
 
 
+def without_report(state: dict) -> dict:
+    """`project_state` less the report `--check` writes beside the checkout."""
+    return {**state, "upstream_dir": [n for n in state["upstream_dir"] if not n.startswith("rebase-report.")]}
+
+
 def test_check_prints_the_statuses_and_changes_nothing(series: Project, capsys) -> None:
     before = project_state(series)
-    move_into_src(series)
+    new = move_into_src(series)
     capsys.readouterr()
     assert series.run("rebase", "--check", "main") == 0
     out = capsys.readouterr().out
     assert "use-dali.patch: merged-3way (tools/train.py → src/tools/train.py)" in out
     assert "the series carries over" in out
-    assert project_state(series) == before
+    assert without_report(project_state(series)) == before
+    report = json.loads((series.root / "upstream" / "rebase-report.json").read_text())
+    assert (report["mode"], report["target"], report["target_commit"], report["carries_over"]) == (
+        "check", "streampetr", new, True,
+    )  # fmt: skip
+    assert report["would_stop"] is None and not any(e["provisional"] for e in report["patch_entries"])
 
     commit_files(series.upstream, {"src/pkg/model.py": patched(MODEL, 5, "    return 0  # theirs")}, "Edit")
-    assert series.run("rebase", "--check", "main") == 1
+    assert series.run("rebase", "--check", "main", "--report", str(series.root / "watch" / "r.json")) == 1
     captured = capsys.readouterr()
     assert "model.patch: conflict (pkg/model.py → src/pkg/model.py)" in captured.out
     assert "would not carry over" in captured.err
-    assert project_state(series) == before
+    report = json.loads((series.root / "watch" / "r.json").read_text())
+    assert report["would_stop"]["kind"] == "conflict" and report["would_stop"]["patch"] == "model.patch"
+    assert (series.root / "watch" / "r.md").is_file() and report["carries_over"] is False
+    assert without_report(project_state(series)) == before
+
+
+def test_check_marks_the_statuses_after_a_stop_provisional(series: Project, tmp_path: Path, capsys) -> None:
+    """The real run stops at the first patch; --check goes on without it and says so per status."""
+    series.patch_dir.joinpath("series").write_text("model.patch\nuse-dali.patch\n")
+    assert series.run("apply") == 0
+    commit_files(series.upstream, {"pkg/model.py": patched(MODEL, 5, "    return 0  # theirs")}, "Edit")
+    capsys.readouterr()
+    assert series.run("rebase", "--check", "main") == 1
+    out = capsys.readouterr().out
+    assert "  model.patch: conflict\n" in out
+    assert "use-dali.patch: clean [provisional: after the stop at model.patch]" in out
+    report = json.loads((series.root / "upstream" / "rebase-report.json").read_text())
+    assert [(e["name"], e["provisional"]) for e in report["patch_entries"]] == [
+        ("model.patch", False), ("use-dali.patch", True),
+    ]  # fmt: skip
 
 
 def test_git_progress_stays_off_a_redirected_log(series: Project, tmp_path: Path) -> None:

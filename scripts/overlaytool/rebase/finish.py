@@ -15,15 +15,17 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from .checkout import state_dir
-from .commit_export import export_commits
-from .faults import kill_point
-from .overlay import overlay_files
-from .patchfile import parse_patch
-from .pins import Pin, load_pin, pin_text
-from .series import load_series, read_series
-from .series_index import build_result
-from .targets import Target
+from .. import OverlayError
+from ..checkout import state_dir
+from ..commit_export import export_commits
+from ..faults import kill_point
+from ..overlay import overlay_files
+from ..patchfile import parse_patch
+from ..pins import Pin, load_pin, pin_text
+from ..series import load_series, read_series
+from ..series_index import build_result
+from ..targets import Target
+from .references import reference_lines, unresolved_references
 
 STEP = "rebase"
 
@@ -43,14 +45,27 @@ def _series_files(patch_dir: Path) -> list[Path]:
     )
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Old or new content at `path`, never half (temporary file, fsync, rename)."""
-    tmp = path.with_name(f".{path.name}.rebase-tmp")
+TMP_SUFFIX = ".rebase-tmp"
+
+
+def write_bytes_atomic(path: Path, data: bytes, step: str | None = None) -> None:
+    """Old or new content at `path`, never half (temporary file, fsync, rename); `step` names the
+    kill point between the write and the rename."""
+    tmp = path.with_name(f".{path.name}{TMP_SUFFIX}")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    if step:
+        kill_point(step)
     os.replace(tmp, path)
+
+
+def _remove_tmp(target: Target) -> None:
+    """The temporary files of a write a kill interrupted (before its rename)."""
+    for folder in (target.patch_dir, target.pin.file.parent):
+        for tmp in folder.glob(f".*{TMP_SUFFIX}"):
+            tmp.unlink()
 
 
 def snapshot(target: Target) -> None:
@@ -80,6 +95,7 @@ def old_pin(target: Target) -> Pin:
 
 def restore(target: Target) -> None:
     """Put the snapshot back exactly: series files it lacks are removed, the pin file last."""
+    _remove_tmp(target)
     snap = old_patch_dir(target)
     keep = {p.name for p in snap.iterdir()}
     for path in _series_files(target.patch_dir):
@@ -113,27 +129,36 @@ def stage(target: Target, new_pin: Pin) -> Target:
     return staged
 
 
-def check(staged: Target) -> None:
-    """Every check `apply` would make, on the staged series and the new pin; raises naming the problem."""
+def check(staged: Target, renames: dict[str, str]) -> None:
+    """Every check `apply` would make, on the staged series and the new pin, and the overlay's
+    references into the rebased tree (the checkout's HEAD); raises naming the problem."""
     patches = load_series(staged.patch_dir)  # the lint: one error listing every problem
-    build_result(staged, patches, overlay_files(staged.overlay_dir))  # exact fit, overlay shadowing
+    build_result(
+        staged, patches, overlay_files(staged.overlay_dir, staged.overlay_moves)
+    )  # exact fit, shadowing
+    unresolved = unresolved_references(staged, staged.checkout, staged.pin.commit, renames)
+    if unresolved:
+        raise OverlayError(
+            "the overlay's references do not resolve:\n" + "\n".join(reference_lines(unresolved))
+        )
     kill_point(f"{STEP}:checked")
 
 
 def publish(target: Target, staged: Target, new_pin_text: str) -> None:
     """Write the staged series into `patches/`, then the pin: each file atomically, the pin last."""
+    _remove_tmp(target)  # of a finish killed before (--continue)
     new = {p.name: p for p in _series_files(staged.patch_dir)}
     for name in sorted(new, key=lambda n: n == "series"):  # patches first, the series after them
         dest, data = target.patch_dir / name, new[name].read_bytes()
         if not dest.is_file() or dest.read_bytes() != data:
-            write_bytes_atomic(dest, data)
+            write_bytes_atomic(dest, data, f"{STEP}:write-{name}:tmp")
             kill_point(f"{STEP}:write-{name}")
     for path in _series_files(target.patch_dir):
         if path.name not in new:
             path.unlink()
             kill_point(f"{STEP}:delete-{path.name}")
     if target.pin.file.read_text(encoding="utf-8") != new_pin_text:
-        write_bytes_atomic(target.pin.file, new_pin_text.encode("utf-8"))
+        write_bytes_atomic(target.pin.file, new_pin_text.encode("utf-8"), f"{STEP}:pin:tmp")
         kill_point(f"{STEP}:pin")
 
 

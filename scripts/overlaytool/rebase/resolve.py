@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from .cache import KEEP_REFS, mirror_path
-from .fetch import fetch, fetch_ref, require_cached
-from .gitcmd import git, has_commit
-from .pins import URL_RE
-from .sources import local_source
-from .targets import Target
+from ..cache import KEEP_REFS, mirror_path
+from ..fetch import fetch, fetch_ref, require_cached
+from ..gitcmd import git, has_commit
+from ..pins import URL_RE
+from ..sources import local_source
+from ..targets import Target
 
 FULL_ID = re.compile(r"^[0-9a-f]{40}$")
 

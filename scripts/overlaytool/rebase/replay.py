@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import OverlayError
-from .diagnose import diagnose_patch
-from .faults import kill_point
-from .files import current
-from .gitcmd import TOOL_IDENTITY, git
-from .patchfile import Patch
+from .. import OverlayError
+from ..diagnose import diagnose_patch
+from ..faults import kill_point
+from ..files import current
+from ..gitcmd import TOOL_IDENTITY, git
+from ..patchfile import Patch
+from .state import Stop
 
 RENAME_THRESHOLD = 50  # percent of similarity for git to call a file moved (git's default, -M50%)
 CLEAN, OFFSET, MERGED_3WAY, ALREADY_UPSTREAM = "clean", "offset", "merged-3way", "already-upstream"
@@ -149,27 +150,27 @@ def markers(checkout: Path, rels: list[str]) -> list[str]:
     return found
 
 
-def stage_resolution(checkout: Path, stop: dict) -> list[str]:
+def stage_resolution(checkout: Path, stop: Stop) -> list[str]:
     """Stage the user's resolution of a stopped patch; return the staged paths.
 
     Only the patch's own paths (after renames) and the unmerged paths are staged — for a
     missing-at-target stop also the tracked files the user changed to carry the change; untracked
     files never. Refuses (naming files and lines) while a marker remains, a file missing at the
     target was re-created, or a tracked file outside the patch changed."""
-    own, conflicted, changed = set(stop["paths"]), set(unmerged(checkout)), set(changed_tracked(checkout))
-    recreated = [m for m in stop["missing"] if current(checkout, m) is not None]
+    own, conflicted, changed = set(stop.paths), set(unmerged(checkout)), set(changed_tracked(checkout))
+    recreated = [m for m in stop.missing if current(checkout, m) is not None]
     if recreated:
         raise OverlayError(
             f"{', '.join(recreated)} is gone at the target (deleted or moved by upstream) and the "
             "resolution re-creates it. Put the change into the file upstream moved it to (see the "
             "report's candidates), delete the re-created file, then --continue; or --skip the patch."
         )
-    if stop["missing"] and not changed - own:
+    if stop.missing and not changed - own:
         raise OverlayError(
-            f"The change to {', '.join(stop['missing'])} is not applied anywhere yet: apply its hunks "
+            f"The change to {', '.join(stop.missing)} is not applied anywhere yet: apply its hunks "
             "(in the report) to the file upstream moved it to, then --continue; or --skip the patch."
         )
-    stage = own | conflicted | (changed if stop["missing"] else set())
+    stage = own | conflicted | (changed if stop.missing else set())
     outside = sorted(changed - stage)
     if outside:
         raise OverlayError(

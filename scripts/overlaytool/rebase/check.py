@@ -1,0 +1,138 @@
+"""`rebase --check`: the rebase's own steps in a scratch clone — overlap, series → commits, the
+replay loop (going on past a stop, later statuses marked provisional), the overlay's references
+and the finish's checks — and a report; the checkout, the pin, the series and the cache's refs
+stay as they are."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from .. import OverlayError
+from ..cache import mirror_lock
+from ..checkout import state_dir
+from ..clone import leave_outside
+from ..commit_export import export_commits
+from ..fetch import drop_keep_ref, require_cached
+from ..gitcmd import git
+from ..overlay import overlay_files
+from ..patchfile import parse_patch
+from ..scratch import remove_dead_scratch
+from ..series import load_series
+from ..series_index import build_result
+from ..targets import Target
+from .loop import replay_series, series_commits
+from .overlap import OVERLAP, overlap_message, overlaps
+from .references import reference_lines
+from .replay import renames
+from .report import report_paths, status_lines, write_report
+from .resolve import resolve, source_url
+from .state import RebaseState, Stop, in_progress
+
+
+def dry_run(
+    target: Target,
+    ref: str,
+    source: str | None = None,
+    targets: list[Target] | None = None,
+    report: Path | None = None,
+) -> tuple[list[str], bool]:
+    """`--check`: the lines to print and whether the series carries over. The report goes to
+    `report` (JSON, Markdown beside it), else next to the checkout unless a rebase is in progress."""
+    new, keep_created = resolve(target, ref, source)
+    mirror = require_cached(target.pin)
+    target.checkout.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_scratch(target.checkout, "rebase-check")
+    prefix = f".{target.checkout.name}.rebase-check-{os.getpid()}-"
+    scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=target.checkout.parent))
+    try:
+        recorded, warnings = source_url(target, ref, source)
+        state = RebaseState(
+            old=target.pin.commit,
+            new=new,
+            patches=[],
+            source=recorded,
+            given_source=source,
+            warnings=warnings,
+        )
+        found = overlaps(target, targets or [target], mirror, new)
+        if found:
+            state.patches = [p.name for p in load_series(target.patch_dir)]
+            state.first_stop = Stop(OVERLAP, sorted(o["path"] for o in found))
+            lines = [f"rebase --check {target.label}: {target.pin.commit[:12]} → {new[:12]}"]
+            lines += [
+                overlap_message(target, new, found),
+                "the series would not carry over: see the choices above",
+            ]
+            _report(target, state, report, lines, False, overlaps_found=found)
+            return lines, False
+        with mirror_lock(target.pin, "rebase --check", shared=True):
+            git("clone", "--quiet", "--no-checkout", str(mirror), str(scratch))
+        lines, ok = _dry_run_in(replace(target, checkout=scratch), state)
+        _report(replace(target, checkout=scratch), state, report, lines, ok, real=target)
+        return lines, ok
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if keep_created and new != target.pin.commit:
+            drop_keep_ref(target.pin, new)
+
+
+def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
+    checkout = scratch.checkout
+    patches = load_series(scratch.patch_dir)
+    state.patches = [p.name for p in patches]
+    state.commits = series_commits(checkout, state.old, patches)
+    leave_outside(checkout, scratch.outside)
+    git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
+    state.renames = renames(checkout, state.old, state.new)
+    replay_series(scratch, state, scratch.patch_dir, lambda s: None, go_on=True)
+    lines = [f"rebase --check {scratch.label}: {state.old[:12]} → {state.new[:12]}", *status_lines(state)]
+    stop = state.first_stop
+    if stop is not None and stop.references:
+        lines += ["the overlay's references would not resolve:", *reference_lines(stop.references)]
+    if stop is not None:
+        if state.provisional:
+            lines.append(
+                f"statuses marked provisional were computed without {stop.patch or 'the stop'}: the real "
+                "rebase stops there first"
+            )
+        return [*lines, "the series would not carry over: resolve or --skip in a real rebase"], False
+    stage_dir = state_dir(checkout) / "check-stage"
+    stage_dir.mkdir()
+    for path in [scratch.patch_dir / "series", *(p.path for p in patches)]:
+        shutil.copy2(path, stage_dir / path.name)
+    staged = replace(scratch, pin=replace(scratch.pin, commit=state.new), patch_dir=stage_dir)
+    try:
+        export_commits(staged, [parse_patch(stage_dir / p.name) for p in patches], base=state.new)
+        build_result(
+            staged, load_series(stage_dir), overlay_files(scratch.overlay_dir, scratch.overlay_moves)
+        )
+    except OverlayError as exc:
+        return [*lines, f"the replayed series would not finish: {exc}"], False
+    return [*lines, "the series carries over"], True
+
+
+def _report(
+    target: Target,
+    state: RebaseState,
+    json_path: Path | None,
+    lines: list[str],
+    ok: bool,
+    real: Target | None = None,
+    overlaps_found: list[dict] | None = None,
+) -> None:
+    """Write the check's report (see `dry_run`); a line says where, or why not."""
+    real = real or target
+    if json_path is None:
+        if in_progress(real):
+            lines.append("(a rebase is in progress: its report is kept; `--report PATH` writes this one)")
+            return
+        json_path = report_paths(real.checkout)[1]
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    md, _ = write_report(
+        target, state, mode="check", json_path=json_path, carries=ok, overlaps=overlaps_found
+    )
+    lines.append(f"report: {md}")

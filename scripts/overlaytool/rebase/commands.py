@@ -1,0 +1,240 @@
+"""The rebase commands: start, `--continue`, `--skip`, `--abort`, and the finish they end in."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import OverlayError
+from ..apply import apply_target
+from ..cache import mirror_path
+from ..checkout import checkout_lock
+from ..clone import ensure_checkout, fetch_cache_refs, leave_outside
+from ..faults import kill_point
+from ..fetch import drop_keep_ref
+from ..files import put
+from ..gitcmd import git, git_out
+from ..overlay import overlay_files
+from ..series import load_series
+from ..targets import Target
+from .finish import check as check_staged
+from .finish import (
+    discard,
+    has_snapshot,
+    new_pin_text,
+    old_patch_dir,
+    old_pin,
+    publish,
+    restore,
+    snapshot,
+    stage,
+)
+from .loop import replay_series, series_commits
+from .overlap import refuse_overlaps
+from .references import OVERLAY_REFERENCE, unresolved_references
+from .replay import commit_resolution, renames, stage_resolution
+from .report import remove_report, status_lines, stop_message, write_report
+from .resolve import resolve, source_url
+from .state import RebaseState, in_progress, load_state, save_state, state_path
+
+SKIPPED = "skipped (dropped from the series)"
+BEFORE_REF = "refs/streampetr-dali/before-rebase"  # the series as commits on the old pin
+AFTER_REF = "refs/streampetr-dali/after-rebase"  # the replayed series on the target (the finish exports it)
+CACHE_REFS = "refs/streampetr-dali/cache/"  # the cache mirror's refs, fetched into the checkout
+
+
+def start(
+    target: Target, ref: str, source: str | None = None, targets: list[Target] | None = None
+) -> list[str]:
+    """Begin a rebase of the series onto `ref`; returns the printed report lines."""
+    if in_progress(target):
+        raise OverlayError(
+            "A rebase is already in progress: `nox -s rebase -- --continue`, `-- --skip` or `-- --abort`."
+        )
+    new, keep_created = resolve(target, ref, source)
+    try:
+        refuse_overlaps(target, targets or [target], mirror_path(target.pin), new)  # before any write
+        recorded, warnings = source_url(target, ref, source)
+        ensure_checkout(target)  # the checkout the lock lives in
+        with checkout_lock(target.checkout, "rebase"):
+            apply_target(target)  # refuses (naming files) if the checkout has local edits
+            state = RebaseState(
+                old=target.pin.commit,
+                new=new,
+                patches=[p.name for p in load_series(target.patch_dir)],
+                source=recorded,
+                given_source=source,
+                keep_created=keep_created,
+                warnings=warnings,
+            )
+            snapshot(target)
+            save_state(target, state)
+            return _begin(target, state)
+    except OverlayError:
+        if keep_created and not in_progress(target):  # nothing started: the target is abandoned
+            drop_keep_ref(target.pin, new)
+        raise
+
+
+def _begin(target: Target, state: RebaseState) -> list[str]:
+    """Turn the series into commits on the old pin, check out the target and replay."""
+    checkout = target.checkout
+    fetch_cache_refs(target, "rebase")
+    state.commits = series_commits(checkout, state.old, load_series(old_patch_dir(target)))
+    git("update-ref", BEFORE_REF, "HEAD", cwd=checkout)
+    for rel in overlay_files(target.overlay_dir, target.overlay_moves):  # overlay copies: never replayed
+        put(checkout / rel, None)
+    leave_outside(checkout, target.outside)
+    git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
+    state.renames = renames(checkout, state.old, state.new)
+    save_state(target, state)
+    return proceed(target, state)
+
+
+def proceed(target: Target, state: RebaseState) -> list[str]:
+    """Replay the remaining patches and check the overlay; stop, or finish when all are done."""
+    stop = replay_series(target, state, old_patch_dir(target), lambda s: save_state(target, s))
+    if stop is not None:
+        report, details = write_report(target, state, old_patch_dir(target))
+        raise OverlayError(stop_message(state, details, report))
+    return finish(target, state)
+
+
+def resume(target: Target) -> list[str]:
+    """`--continue`: commit the resolved patch (or re-check the overlay, or retry the finish) and go on."""
+    state = load_state(target)
+    if state.renames is None:
+        raise OverlayError(
+            "The rebase was interrupted while it started: `nox -s rebase -- --abort`, then again."
+        )
+    checkout = target.checkout
+    with checkout_lock(checkout, "rebase"):
+        stop = state.stop
+        head = git_out("rev-parse", "HEAD", cwd=checkout)
+        if stop is None and state.next < len(state.patches) and state.head:  # a killed replay
+            git("am", "--abort", cwd=checkout, check=False)
+            git("reset", "--quiet", "--hard", state.head, cwd=checkout)
+        if stop is not None and stop.kind == OVERLAY_REFERENCE:
+            if unresolved_references(target, checkout, state.new, state.renames):
+                return proceed(target, state)  # the same stop again, with the report rewritten
+            state.stop = None
+            save_state(target, state)
+        elif stop is not None:
+            name = state.stopped_patch
+            if head == state.head:  # else a --continue was killed after committing the resolution
+                try:
+                    stage_resolution(checkout, stop)
+                    if git("diff", "--cached", "--quiet", "HEAD", cwd=checkout, check=False).returncode == 0:
+                        raise OverlayError(
+                            f"The resolution of {name} changes nothing. If upstream already has the change, "
+                            "drop the patch with --skip; otherwise apply it, then --continue."
+                        )
+                except OverlayError as exc:
+                    raise OverlayError(f"{exc}\nStatuses so far:\n" + "\n".join(status_lines(state))) from exc
+                commit_resolution(checkout, state.commits[state.next])
+                kill_point(f"replay:{name}:resolved")
+            state.statuses[name] = f"{stop.kind} (resolved)"
+            state.stop = None
+            state.next += 1
+            save_state(target, state)
+        return proceed(target, state)
+
+
+def skip(target: Target) -> list[str]:
+    """`--skip`: drop the stopped patch from the series (reported) and go on."""
+    state = load_state(target)
+    if state.stop is None:
+        raise OverlayError("No patch is stopped: --skip drops the patch a conflict stopped at.")
+    if state.stop.kind == OVERLAY_REFERENCE:
+        raise OverlayError(
+            "The rebase stopped at the overlay's references, not at a patch: fix overlay/ or the target's "
+            "`overlay_moves` in patches/config.toml (the report says which), then --continue; or --abort."
+        )
+    with checkout_lock(target.checkout, "rebase"):
+        git("reset", "--quiet", "--hard", "HEAD", cwd=target.checkout)
+        state.statuses[state.stopped_patch] = SKIPPED
+        state.stop = None
+        state.next += 1
+        save_state(target, state)
+        return proceed(target, state)
+
+
+def abort(target: Target) -> str:
+    """`--abort`: restore the series, the pin, the checkout and the cache exactly as they were."""
+    if not in_progress(target):
+        raise OverlayError("No rebase is in progress.")
+    try:
+        state: RebaseState | None = load_state(target)
+    except OverlayError:
+        if not has_snapshot(target):
+            raise
+        state = None  # unreadable: the snapshot alone says where to go back to
+    checkout = target.checkout
+    with checkout_lock(checkout, "rebase"):
+        git("am", "--abort", cwd=checkout, check=False)
+        git("cherry-pick", "--quit", cwd=checkout, check=False)
+        old = target
+        if has_snapshot(target):  # (a rebase begun by an older version wrote nothing before its end)
+            restore(target)  # the project files as they were (a kill mid-finish included)
+            old = replace(target, pin=old_pin(target))
+        commit = state.old if state else old.pin.commit
+        leave_outside(checkout, target.outside)
+        git("checkout", "--quiet", "--force", "--detach", commit, cwd=checkout)
+        apply_target(old, force=True)
+        if state and state.keep_created and state.new != state.old:
+            drop_keep_ref(old.pin, state.new)
+        remove_report(checkout)
+        _cleanup(target)
+    return f"rebase aborted: {target.label} is back at {commit[:12]} with the old series applied"
+
+
+def _cleanup(target: Target) -> None:
+    """The rebase is over: its state first (a kill after it leaves only leftovers a new rebase
+    replaces), then its refs and the cache's refs fetched into the checkout, then the copies."""
+    state_path(target).unlink(missing_ok=True)
+    for ref in (BEFORE_REF, AFTER_REF):
+        git("update-ref", "-d", ref, cwd=target.checkout, check=False)
+    listing = git("for-each-ref", "--format=%(refname)", CACHE_REFS, cwd=target.checkout, check=False).stdout
+    if listing.strip():
+        commands = "".join(f"delete {ref}\n" for ref in listing.split())
+        git("update-ref", "--stdin", cwd=target.checkout, input=commands.encode(), text=False)
+    discard(target)
+
+
+def finish(target: Target, state: RebaseState) -> list[str]:
+    """Stage and check the new series, then write it and the pin, re-apply, print the range-diff."""
+    checkout = target.checkout
+    head = git_out("rev-parse", "HEAD", cwd=checkout)
+    tip = state.tip
+    if tip and head == state.new and tip != head:
+        git("checkout", "--quiet", "--force", "--detach", tip, cwd=checkout)  # an earlier finish re-applied
+    else:
+        state.tip = tip = head
+        git("update-ref", AFTER_REF, tip, cwd=checkout)
+        save_state(target, state)
+    date = git_out("log", "-1", "--format=%cd", "--date=short", state.new, cwd=checkout)
+    new_pin = replace(old_pin(target), commit=state.new, date=date, source=state.source)
+    try:
+        staged = stage(target, new_pin)
+        check_staged(staged, state.renames or {})
+    except OverlayError as exc:
+        raise OverlayError(
+            f"The rebase cannot finish: {exc}\nNothing in patches/ or the pin was written; the rebase "
+            "is still in progress. Fix the problem, then `nox -s rebase -- --continue`; or `-- --abort`.\n"
+            "Statuses:\n" + "\n".join(status_lines(state))
+        ) from exc
+    publish(target, staged, new_pin_text(target, state.new, date, state.source))
+    range_diff = git(
+        "range-diff", f"{state.old}..{BEFORE_REF}", f"{state.new}..{tip}", cwd=checkout, check=False
+    ).stdout
+    apply_target(replace(target, pin=new_pin), force=True)
+    kill_point("rebase:applied")
+    outcome = f"the pin moved to {state.new[:12]} ({date}); the series is re-exported and applied"
+    report, _ = write_report(target, state, done=outcome)
+    _cleanup(target)
+    lines = [f"{target.label}: {state.old[:12]} → {state.new[:12]} ({date}); report: {report}"]
+    lines += status_lines(state)
+    skipped = [name for name in state.patches if state.statuses.get(name) == SKIPPED]
+    if skipped:
+        lines.append(f"dropped from the series (--skip): {', '.join(skipped)}")
+    lines += state.warnings
+    return [*lines, "range-diff of the old and new series:", range_diff.rstrip() or "  (identical)"]

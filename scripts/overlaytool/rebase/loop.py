@@ -1,0 +1,70 @@
+"""The two steps every rebase path shares: the series as commits on a base (`rebase`, `--check`,
+`edit`), and the replay loop onto the target (`rebase`, `--continue`, `--skip`, `--check`), which
+ends with the check of the overlay's references into the rebased tree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..gitcmd import TOOL_IDENTITY, git, git_out
+from ..patchfile import Patch, parse_patch
+from ..targets import Target
+from .references import OVERLAY_REFERENCE, unresolved_references
+from .replay import CONFLICT, MISSING, replay
+from .state import RebaseState, Stop
+
+
+def series_commits(checkout: Path, base: str, patches: list[Patch]) -> list[str]:
+    """Commit each patch (`git am`, the tool's identity) on `base` in `checkout`; the new commits."""
+    git("checkout", "--quiet", "--force", "--detach", base, cwd=checkout)
+    for patch in patches:
+        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
+    return git_out("rev-list", "--reverse", f"{base}..HEAD", cwd=checkout).split()
+
+
+def replay_series(
+    target: Target,
+    state: RebaseState,
+    patch_dir: Path,
+    save: Callable[[RebaseState], None],
+    go_on: bool = False,
+) -> Stop | None:
+    """Replay the patches from `state.next` onto the checkout's HEAD, then check the overlay's
+    references; return the stop (saved in `state.stop`), or None when the series is through.
+
+    `go_on` (`--check`): a stopped patch is recorded as `state.first_stop`, left out, and the
+    statuses after it are marked provisional (the real run stops there)."""
+    checkout = target.checkout
+    assert state.renames is not None
+    while state.next < len(state.patches):
+        name = state.patches[state.next]
+        patch = parse_patch(patch_dir / name)
+        state.head = git_out("rev-parse", "HEAD", cwd=checkout)
+        save(state)
+        done = replay(checkout, patch, state.commits[state.next], state.renames)
+        state.statuses[name] = done.status
+        if done.moves:
+            state.moves[name] = done.moves
+        if state.first_stop is not None:
+            state.provisional.append(name)
+        if done.status in (CONFLICT, MISSING):
+            stop = Stop(done.status, done.paths, done.missing, patch=name)
+            if not go_on:
+                state.stop = stop
+                save(state)
+                return stop
+            state.first_stop = state.first_stop or stop
+            git("reset", "--quiet", "--hard", "HEAD", cwd=checkout)  # go on without it
+        state.next += 1
+        save(state)
+    references = unresolved_references(target, checkout, state.new, state.renames)
+    if not references:
+        return None
+    stop = Stop(OVERLAY_REFERENCE, sorted({r["file"] for r in references}), references=references)
+    if go_on:
+        state.first_stop = state.first_stop or stop
+        return None
+    state.stop = stop
+    save(state)
+    return stop

@@ -1,0 +1,118 @@
+"""Targets that overlap: a new upstream tree that tracks files where another target is checked out
+(a fork vendoring `mmdetection3d/` where the nested mmdetection3d checkout lives) or where the
+overlay lands. Found in the cache mirror before a rebase or `--check` writes anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import OverlayError
+from ..cache import mirror_path
+from ..gitcmd import git
+from ..overlay import overlay_files
+from ..targets import CONFIG, Target
+
+OVERLAP = "overlap"
+
+
+def overlaps(target: Target, targets: list[Target], repo: Path, commit: str) -> list[dict]:
+    """What `commit`'s tree (in `repo`) tracks under another target's checkout or an overlay
+    destination; folders in the target's `outside` are left out of its checkout and do not count."""
+    listing = git("ls-tree", "-r", "--name-only", "-z", commit, cwd=repo).stdout.split("\0")
+    tracked = [p for p in listing if p and not _outside(p, target.outside)]
+    found = []
+    for other in targets:
+        if other is target or not other.checkout.is_relative_to(target.checkout):
+            continue
+        rel = other.checkout.relative_to(target.checkout).as_posix()
+        inside = [p for p in tracked if p.startswith(rel + "/")]
+        if inside:
+            found.append(
+                {
+                    "path": f"{rel}/",
+                    "owner": other.name,
+                    "count": len(inside),
+                    "examples": inside[:5],
+                    "vendored_commit": _vendored_commit(other, repo, commit, rel),
+                }
+            )
+    shadowed = sorted(set(overlay_files(target.overlay_dir, target.overlay_moves)) & set(tracked))
+    if shadowed:
+        found.append(
+            {"path": shadowed[0], "owner": "overlay", "count": len(shadowed), "examples": shadowed[:5],
+             "vendored_commit": None}
+        )  # fmt: skip
+    return found
+
+
+def _outside(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path.startswith(f + "/") for f in folders)
+
+
+def _vendored_commit(other: Target, repo: Path, commit: str, rel: str) -> str | None:
+    """The commit of `other`'s cache whose tree is exactly the copy `commit` vendors at `rel`."""
+    tree = git("rev-parse", "--verify", "--quiet", f"{commit}:{rel}", cwd=repo, check=False).stdout.strip()
+    mirror = mirror_path(other.pin)
+    if not tree or not mirror.is_dir():
+        return None
+    log = git("log", "--all", "--format=%H %T", cwd=mirror, check=False).stdout
+    return next((line.split()[0] for line in log.splitlines() if line.endswith(" " + tree)), None)
+
+
+def overlap_message(target: Target, commit: str, found: list[dict]) -> str:
+    """What overlaps, and the choices."""
+    lines = [f"{commit[:12]} tracks files where {target.label}'s checkout holds something else:"]
+    for o in found:
+        more = f" (+{o['count'] - len(o['examples'])} more)" if o["count"] > len(o["examples"]) else ""
+        if o["owner"] == "overlay":
+            lines.append(
+                f"  {o['count']} overlay file(s) upstream now tracks: {', '.join(o['examples'])}{more}"
+            )
+        else:
+            lines.append(
+                f"  {o['count']} file(s) under {o['path']}, where the {o['owner']} target is checked out: "
+                f"{', '.join(o['examples'])}{more}"
+            )
+    lines.append("Nothing was written. Choose, then run the same command again:")
+    for o in found:
+        if o["owner"] == "overlay":
+            lines.append(
+                "  - overlay: move the overlay file(s) to paths upstream does not track (overlay/ only adds "
+                "files), or delete them from overlay/ if upstream's copy does the same job."
+            )
+            continue
+        folder = o["path"].rstrip("/")
+        keep = f'outside = ["{folder}"]'
+        lines.append(
+            f"  - keep the {o['owner']} checkout: add `{keep}` to the [[target]] {target.name!r} of {CONFIG} "
+            f"(the fork's copy stays out of the {target.label} checkout; {o['owner']} keeps its pin)."
+        )
+        if o["vendored_commit"]:
+            lines.append(
+                f"  - adopt the fork's copy: it is {o['owner']} {o['vendored_commit']} exactly; add "
+                f"`{keep}` as above and pin {o['owner']} there: `nox -s rebase -- --target {o['owner']} "
+                f"{o['vendored_commit']}`."
+            )
+        else:
+            lines.append(
+                f"  - adopt the fork's copy: it matches no {o['owner']} commit in the cache (the fork "
+                f"edited it): add `{keep}`, pin {o['owner']} to the commit it was copied from and carry the "
+                f"fork's "
+                f"changes as {o['owner']} patches."
+            )
+    return "\n".join(lines)
+
+
+def refuse_overlaps(target: Target, targets: list[Target], repo: Path, commit: str) -> None:
+    """Raise naming the overlapping paths and the choices, before anything is written."""
+    found = overlaps(target, targets, repo, commit)
+    if found:
+        raise OverlapError(overlap_message(target, commit, found), found)
+
+
+class OverlapError(OverlayError):
+    """The target commit's tree overlaps another target's checkout or the overlay."""
+
+    def __init__(self, message: str, found: list[dict]) -> None:
+        super().__init__(message)
+        self.found = found

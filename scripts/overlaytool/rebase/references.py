@@ -1,0 +1,178 @@
+"""The overlay's references into upstream, checked statically (`ast`) against a rebased tree.
+
+Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv resolves it);
+a module a patched file imports from its own folder that the overlay provides (`tools/train.py`
+imports `slurm_env`, the overlay's `tools/slurm_env.py`); and a quoted path a patch adds that names
+an overlay file. Each must resolve to a file of the tree or of the overlay where it lands (after
+the target's `overlay_moves`). An unresolved one names the file, what it names, the path expected,
+and git's rename candidate at the target (or where the overlay puts the module).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from pathlib import Path
+
+from ..gitcmd import git
+from ..overlay import overlay_files, place
+from ..targets import Target
+
+OVERLAY_REFERENCE = "overlay-reference"
+QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
+
+
+def unresolved_references(target: Target, checkout: Path, base: str, renames: dict[str, str]) -> list[dict]:
+    """Every reference of the overlay (and of the patches into the overlay) that does not resolve
+    in the tree at the checkout's HEAD, whose upstream commit is `base`."""
+    tree = set(git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=checkout).stdout.split("\0")) - {""}
+    raw = overlay_files(target.overlay_dir)
+    placed = {place(rel, target.overlay_moves): rel for rel in raw}
+    exists = tree | set(placed)
+    found = [*_bases(raw, placed, exists, renames)]
+    changed = git("diff", "--name-only", "-z", base, "HEAD", cwd=checkout).stdout.split("\0")
+    patched = sorted(p for p in changed if p.endswith(".py") and p in tree)
+    found += _imports(checkout, patched, placed, exists)
+    found += _patch_paths(checkout, base, raw, target, exists)
+    return found
+
+
+def _bases(
+    raw: dict[str, Path], placed: dict[str, str], exists: set[str], renames: dict[str, str]
+) -> list[dict]:
+    out = []
+    for dest, rel in sorted(placed.items()):
+        if not dest.endswith(".py"):
+            continue
+        try:
+            module = ast.parse(raw[rel].read_bytes(), filename=str(raw[rel]))
+        except (SyntaxError, ValueError) as exc:
+            out.append(_ref(f"overlay/{rel}", "syntax", "", None, None, f"does not parse: {exc}"))
+            continue
+        for name in _base_entries(module):
+            expected = posixpath.normpath(posixpath.join(posixpath.dirname(dest), name))
+            if expected not in exists:
+                candidate = renames.get(expected)
+                out.append(_ref(f"overlay/{rel}", "_base_", name, expected, candidate))
+    return out
+
+
+def _base_entries(module: ast.Module) -> list[str]:
+    """The strings of a module-level `_base_ = "..."` or `_base_ = [...]`."""
+    names = []
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_base_" for t in node.targets
+        ):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            names += [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return names
+
+
+def _module_names(placed: dict[str, str]) -> dict[str, list[str]]:
+    """Top-level module name → where the overlay puts it (`x.py` or `x/__init__.py`)."""
+    names: dict[str, list[str]] = {}
+    for dest in placed:
+        path = Path(dest)
+        if path.name == "__init__.py" and len(path.parts) > 1:
+            names.setdefault(path.parent.name, []).append(dest)
+        elif path.suffix == ".py" and path.name != "__init__.py":
+            names.setdefault(path.stem, []).append(dest)
+    return names
+
+
+def _imports(checkout: Path, patched: list[str], placed: dict[str, str], exists: set[str]) -> list[dict]:
+    modules, out = _module_names(placed), []
+    for rel in patched:
+        data = git("show", f"HEAD:{rel}", cwd=checkout, text=False).stdout
+        try:
+            module = ast.parse(data, filename=rel)
+        except (SyntaxError, ValueError):
+            continue  # upstream's own file (a patch that breaks it fails the finish's checks, not this one)
+        imported = set()
+        for node in ast.walk(module):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+        folder = posixpath.dirname(rel)
+        for name in sorted(imported & set(modules)):
+            beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
+            if not any(p in exists for p in [*beside, f"{name}.py", f"{name}/__init__.py"]):
+                lands = sorted(modules[name])
+                out.append(
+                    _ref(
+                        rel, "import", name, beside[0], lands[0], f"the overlay puts it at {', '.join(lands)}"
+                    )
+                )
+    return out
+
+
+def _patch_paths(
+    checkout: Path, base: str, raw: dict[str, Path], target: Target, exists: set[str]
+) -> list[dict]:
+    """Quoted paths on the lines the replayed series adds that name an overlay file."""
+    diff = git("diff", "--no-color", "--no-renames", base, "HEAD", cwd=checkout).stdout
+    out, current = [], ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else ""
+        elif line.startswith("+") and current:
+            for name in QUOTED.findall(line):
+                if name in raw and name not in exists:
+                    lands = place(name, target.overlay_moves)
+                    out.append(
+                        _ref(current, "patch-path", name, name, lands, f"the overlay puts it at {lands}")
+                    )
+    return out
+
+
+def _ref(
+    file: str, kind: str, names: str, expected: str | None, candidate: str | None, note: str = ""
+) -> dict:
+    return {
+        "file": file,
+        "kind": kind,
+        "names": names,
+        "expected": expected,
+        "candidate": candidate,
+        "note": note,
+    }
+
+
+def reference_lines(references: list[dict]) -> list[str]:
+    """One line per unresolved reference."""
+    lines = []
+    for r in references:
+        if r["kind"] == "syntax":
+            lines.append(f"  {r['file']}: {r['note']}")
+            continue
+        where = f"; git's candidate at the target: {r['candidate']}" if r["kind"] == "_base_" else ""
+        if r["kind"] != "_base_":
+            where = f"; {r['note']}"
+        if r["kind"] == "_base_" and not r["candidate"]:
+            where = "; git finds no candidate (upstream deleted it)"
+        lines.append(f"  {r['file']}: {r['kind']} {r['names']!r} → {r['expected']} does not exist{where}")
+    return lines
+
+
+def suggested_moves(references: list[dict]) -> list[str]:
+    """`overlay_moves` entries for references that a whole moved folder explains (`tools` → `src/tools`)."""
+    moves = set()
+    for r in references:
+        expected, candidate = r["expected"], r["candidate"]
+        if not expected or not candidate:
+            continue
+        # _base_: upstream's file moved from `expected` to `prefix/expected`: move the config's folder alike;
+        # import: the module is wanted at `prefix/<where the overlay puts it>`
+        moved, stays, overlay_rel = (
+            (candidate, expected, r["file"].removeprefix("overlay/"))
+            if r["kind"] == "_base_"
+            else (expected, candidate, candidate)
+        )
+        if moved.endswith("/" + stays):
+            prefix, top = moved[: -len(stays) - 1], overlay_rel.split("/")[0]
+            if "/" in overlay_rel:
+                moves.add(f'{top} = "{prefix}/{top}"')
+    return sorted(moves)
