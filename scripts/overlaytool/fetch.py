@@ -53,6 +53,42 @@ def _run_progress(
     return subprocess.CompletedProcess(args, proc.returncode, "", "".join(lines))
 
 
+def refuse_incomplete(origin: str) -> None:
+    """A local source (path or file:// URL) whose commits lack their history — a shallow clone
+    (`--depth`) or a partial one (`--filter`) — is refused before anything is fetched from it."""
+    directory = source_dir(origin)
+    if directory is None:
+        return
+    shallow = git("rev-parse", "--is-shallow-repository", cwd=directory, check=False).stdout.strip()
+    if shallow == "true":
+        raise OverlayError(
+            f"--from {origin}: a shallow clone (made with --depth): its commits lack their history, which "
+            "the cache keeps and the rebase needs (the commits between the pins, rename detection).\n"
+            f"Next: deepen it (`git -C {directory} fetch --unshallow`), or pass `--from` a full clone "
+            "or mirror."
+        )
+    promisor = git("config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$",
+                   cwd=directory, check=False).stdout.strip()  # fmt: skip
+    if promisor:
+        raise OverlayError(
+            f"--from {origin}: a partial clone (made with --filter): it lacks objects it would fetch on "
+            f"demand.\nNext: fetch them (`git -C {directory} fetch --refetch --no-filter`), or pass `--from` "
+            "a full clone or mirror."
+        )
+
+
+def _drop_partial_fetch(mirror: Path, commits: list[str]) -> None:
+    """After a failed fetch: no temporary pack stays; after a fetch that made the mirror shallow
+    (a remote that serves no history), the commits it brought lose their refs and the mirror its
+    `shallow` file (call with the mirror lock held)."""
+    for tmp in (mirror / "objects" / "pack").glob("tmp_*"):
+        tmp.unlink(missing_ok=True)
+    if (mirror / "shallow").exists():
+        for commit in commits:
+            git("update-ref", "-d", f"{KEEP_REFS}/{commit}", cwd=mirror, check=False)
+        (mirror / "shallow").unlink()
+
+
 def _last_line(proc: subprocess.CompletedProcess) -> str:
     return (proc.stderr.strip().splitlines() or ["no output"])[-1]
 
@@ -68,6 +104,7 @@ def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path
     commits = [pin.commit, *want]
     local = local_source(source) if source else None
     origin = str(local) if local else (source or pin.source or pin.url)
+    refuse_incomplete(origin)
     with mirror_lock(pin, "fetch"):
         _remove_leftovers(mirror)
         problem = damage(mirror) if mirror.exists() else None
@@ -85,7 +122,14 @@ def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path
         else:
             proc = _fresh_mirror(pin, mirror, origin, local is not None, commits, branches)
         if proc.returncode != 0:
+            _drop_partial_fetch(mirror, [])
             raise OverlayError(_fetch_failure(pin, mirror, origin, proc, want, problem))
+        if (mirror / "shallow").exists():
+            _drop_partial_fetch(mirror, [c for c in want if c != pin.commit])
+            raise OverlayError(
+                f"{origin} served commits without their history (a shallow repository); the cache does not "
+                "keep them.\nNext: pass `--from` a full clone or mirror that has the commit."
+            )
         _require_commits(pin, mirror, origin, commits)
         for commit in commits:
             git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
@@ -119,19 +163,27 @@ def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
     origin_arg = source or pin.url  # a bare name is the pinned URL's, even when a fork serves the pin
     local = local_source(origin_arg) if source else None
     origin = str(local) if local else origin_arg
-    mirror = fetch(pin, source) if source else require_cached(pin)
+    mirror = fetch(pin, source) if source else require_cached(pin)  # refuses a shallow source first
     incoming = f"{INCOMING_REFS}-{os.getpid()}"
     with mirror_lock(pin, "fetch"):
         stale = git("for-each-ref", "--format=%(refname)", f"{INCOMING_REFS}-*", cwd=mirror).stdout.split()
         for leftover in stale:  # of fetches that were killed (the exclusive lock rules out live ones)
             git("update-ref", "-d", leftover, cwd=mirror, check=False)
         proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
+        if proc.returncode == 0 and (mirror / "shallow").exists():
+            git("update-ref", "-d", incoming, cwd=mirror, check=False)
+            _drop_partial_fetch(mirror, [])
+            raise OverlayError(
+                f"{origin} served {ref!r} without its history (a shallow repository); the cache does not "
+                "keep it.\nNext: pass `--from` a full clone or mirror that has it."
+            )
         if proc.returncode == 0:
             commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()
             git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
             git("update-ref", "-d", incoming, cwd=mirror, check=False)
             return commit
         git("update-ref", "-d", incoming, cwd=mirror, check=False)
+        _drop_partial_fetch(mirror, [])
         cached = git(
             "rev-parse", "--verify", "--quiet", f"refs/heads/{ref}^{{commit}}", cwd=mirror, check=False
         )
@@ -219,6 +271,8 @@ def _remove_leftovers(mirror: Path) -> None:
     for pattern in (f"{mirror.name}.partial-*", f"{mirror.name}.old-*"):
         for leftover in mirror.parent.glob(pattern):
             shutil.rmtree(leftover, ignore_errors=True)
+    if mirror.is_dir():
+        _drop_partial_fetch(mirror, [])
 
 
 def _fetch_failure(

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, tree_state
+from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, patched, tree_state
 
 SH = '#!/bin/sh\nexec python tools/train.py "$@"\n'
 UPSTREAM = {

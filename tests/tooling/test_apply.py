@@ -5,13 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch
-
-
-def patched(text: str, line: int, new: str) -> str:
-    lines = text.splitlines(keepends=True)
-    lines[line - 1] = new + "\n"
-    return "".join(lines)
+from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, patched
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from scenario import configure_v1, configure_v2, observed
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project
+from tooling_repos import TRAIN_PY, Project, patched
 
 # Writes go in path order: on a fresh tree README.md (mode), bin/run.sh, cfg.py, configs/latest.py
 # (the symlink, rewritten as one), link.py, old.py (deleted: no temporary file), tools/dist_train.sh,

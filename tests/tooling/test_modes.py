@@ -6,8 +6,7 @@ import shutil
 from pathlib import Path
 
 from scenario import SH, configure_v1
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git, make_patch, mode_of, with_filename
+from tooling_repos import TRAIN_PY, Project, git, make_patch, mode_of, patched, with_filename
 
 
 def status(project: Project) -> list[str]:

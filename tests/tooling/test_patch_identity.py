@@ -11,8 +11,7 @@ import pytest
 from overlaytool.patchfile import parse_patch
 from overlaytool.series import read_series
 from overlaytool.targets import REPO_ROOT, load_targets
-from test_apply import patched
-from tooling_repos import TOOL_IDENTITY, TRAIN_PY, Project, git, make_patch, retitle, with_filename
+from tooling_repos import TOOL_IDENTITY, TRAIN_PY, Project, git, make_patch, patched, retitle, with_filename
 
 SERIES = """# header line
 

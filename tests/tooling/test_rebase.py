@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch
+from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, patched
 
 FILE = "".join(f"row {i}\n" for i in range(1, 13))
 BASE = {"tools/train.py": TRAIN_PY, "README.md": "upstream\n"}

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from overlaytool.pins import load_pin
 from rebase_scenario import MODEL, move_into_src, project_state, setup_series
-from test_apply import patched
-from tooling_repos import Project, commit_files, git
+from tooling_repos import Project, commit_files, git, patched
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from rebase_scenario import BASE, MODEL, OURS_MODEL, move_into_src, patch_paths, project_state, setup_series
-from test_apply import patched
-from tooling_repos import Project, commit_files, make_patch
+from tooling_repos import Project, commit_files, make_patch, patched
 
 # Moving both patched files rewrites both patches, then the series (its base-commit and one entry
 # fewer: upstream took the readme patch, which is deleted), then the pin.

@@ -15,8 +15,7 @@ from rebase_scenario import (
     rewrite_model,
     setup_series,
 )
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git
+from tooling_repos import TRAIN_PY, Project, git, patched
 
 
 @pytest.fixture

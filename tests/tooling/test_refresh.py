@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git, make_patch, with_filename
+from tooling_repos import TRAIN_PY, Project, git, make_patch, patched, with_filename
 
 SUBJECT = "Use DALI"
 

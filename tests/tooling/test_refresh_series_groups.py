@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, git, make_patch
+from tooling_repos import TRAIN_PY, Project, git, make_patch, patched
 
 SERIES = """# header line
 # second header line

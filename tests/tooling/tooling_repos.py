@@ -17,6 +17,13 @@ TRAIN_PY = "".join(f"line {i}\n" for i in range(1, 41))
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
+def patched(text: str, line: int, new: str) -> str:
+    """`text` with line `line` (1-based) replaced by `new`."""
+    lines = text.splitlines(keepends=True)
+    lines[line - 1] = new + "\n"
+    return "".join(lines)
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**TOOL_IDENTITY, "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd)}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
@@ -181,3 +188,31 @@ def mode_of(path: Path) -> str:
     if stat.S_ISLNK(st.st_mode):
         return "120000"
     return "100755" if st.st_mode & 0o100 else "100644"
+
+
+def build_project(tmp_path: Path) -> Project:
+    """The `project` fixture's project under `tmp_path` (its cache: `tmp_path / "cache"`)."""
+    upstream = tmp_path / "remote" / "exiawsh" / "StreamPETR"
+    upstream.mkdir(parents=True)
+    git(upstream, "init", "-q", "-b", "main")
+    history = [commit_files(upstream, {"tools/train.py": TRAIN_PY, "README.md": "upstream\n"}, "released")]
+    mmdet3d = tmp_path / "remote" / "open-mmlab" / "mmdetection3d"
+    mmdet3d.mkdir(parents=True)
+    git(mmdet3d, "init", "-q", "-b", "main")
+    mm_commit = commit_files(mmdet3d, {"mmdet3d/__init__.py": "x = 1\n"}, "rc6")
+    root = tmp_path / "proj"
+    (root / "upstream").mkdir(parents=True)
+    (root / "overlay").mkdir()
+    write_config(root)
+    write_pin(
+        root / "upstream" / "streampetr.toml",
+        "StreamPETR",
+        upstream.as_uri(),
+        history[0],
+        "upstream/StreamPETR",
+    )
+    write_pin(
+        root / "upstream" / "mmdetection3d.toml", "mmdetection3d", mmdet3d.as_uri(), mm_commit,
+        "upstream/StreamPETR/mmdetection3d",
+    )  # fmt: skip
+    return Project(root, upstream, mmdet3d, history[0], history)
