@@ -88,6 +88,8 @@ def test_a_moved_and_rewritten_file_is_missing_at_target(series: Project, capsys
     assert "Patch model.patch modifies a file missing at upstream" in err
     assert "pkg/model.py: missing at the target; git's best candidates: src/pkg/model_v2.py " in err
     assert "--skip" in err and "use-dali.patch: clean" in err
+    candidates, next_step = err.index("git's best candidates"), err.index("Next: ")
+    assert candidates < next_step and "candidates listed above" in err[next_step:] and "below" not in err
     assert not (series.checkout / "pkg" / "model.py").exists()  # never re-created
     (detail,) = report(series)["conflict_details"]
     assert detail["kind"] == "missing-at-target" and detail["hunks"] == ["@@ -2,7 +2,7 @@ def layer_1(x):"]
