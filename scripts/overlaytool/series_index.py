@@ -47,6 +47,14 @@ def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path])
         git("apply", "--cached", str(patch.path), cwd=checkout, env=env)
         touched.update(fp.path for fp in patch.files)
         touched.update(fp.old_path for fp in patch.files if fp.old_path)
+    left_out = [p for p in [*sorted(touched), *overlay] if any(p.startswith(f + "/") for f in target.outside)]
+    if left_out:
+        raise OverlayError(
+            f"{left_out[0]} is in a folder {target.label}'s checkout leaves out (`outside` in "
+            f"patches/config.toml: {', '.join(target.outside)}): another target is checked out "
+            "there. Change it in that target's series or overlay instead.\n"
+            f"Nothing was changed in {checkout}."
+        )
     tracked = set(git_out("ls-tree", "-r", "--name-only", target.pin.commit, cwd=checkout).splitlines())
     result = {p: _index_blob(checkout, env, p) for p in sorted(touched)}
     for rel, path in overlay.items():

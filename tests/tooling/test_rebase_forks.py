@@ -169,3 +169,45 @@ def test_abort_and_finish_leave_no_refs_in_the_checkout_beyond_the_keep_ref(seri
     mirror = series.cache / "mirrors" / "exiawsh+StreamPETR.git"
     kept = git(mirror, "for-each-ref", "--format=%(refname)", "refs/streampetr-dali/").split()
     assert f"refs/streampetr-dali/keep/{new}" in kept and all("/keep/" in r for r in kept)
+
+
+def test_a_file_in_an_outside_folder_is_refused_by_apply(series: Project, capsys) -> None:
+    """The series and the overlay may not write where the other target is checked out."""
+    set_target_keys(series, 'outside = ["mmdetection3d"]\n')
+    inner = nested(series)
+    (series.root / "overlay" / "mmdetection3d").mkdir()
+    (series.root / "overlay" / "mmdetection3d" / "extra.py").write_text("extra = 1\n")
+    assert series.run("apply") == 1
+    err = capsys.readouterr().err
+    assert "mmdetection3d/extra.py is in a folder StreamPETR's checkout leaves out" in err
+    assert nested(series) == inner
+
+
+def test_a_state_file_of_the_older_version_is_read_and_another_shape_is_refused_by_name(
+    series: Project, capsys
+) -> None:
+    commit_files(series.upstream, {"pkg/model.py": MODEL_EDIT}, "Edit the model")
+    assert series.run("rebase", "main") == 1
+    path = series.checkout / ".git" / "streampetr-dali" / "rebase.json"
+    state = json.loads(path.read_text())
+    old = {k: v for k, v in state.items() if k not in ("format", "given_source", "provisional", "first_stop")}
+    old["stop"] = {k: state["stop"][k] for k in ("kind", "paths", "missing")}  # the older version's keys
+    path.write_text(json.dumps(old))
+    assert series.run("rebase", "--skip") == 0  # read as it is
+    assert "model.patch: skipped" in capsys.readouterr().out
+
+
+def test_an_unreadable_state_is_refused_by_name_and_abort_restores_from_the_snapshot(
+    series: Project, capsys
+) -> None:
+    before = project_state(series)
+    commit_files(series.upstream, {"pkg/model.py": MODEL_EDIT}, "Edit the model")
+    assert series.run("rebase", "main") == 1
+    path = series.checkout / ".git" / "streampetr-dali" / "rebase.json"
+    path.write_text(json.dumps({"what": "else"}))
+    capsys.readouterr()
+    assert series.run("rebase", "--continue") == 1
+    assert f"{path}: not a rebase state this version reads" in capsys.readouterr().err
+    assert series.run("rebase", "--abort") == 0
+    now = project_state(series)
+    assert {**now, "cache_refs": None} == {**before, "cache_refs": None}  # the target's keep ref may stay

@@ -96,9 +96,8 @@ def overlap_message(target: Target, commit: str, found: list[dict]) -> str:
         else:
             lines.append(
                 f"  - adopt the fork's copy: it matches no {o['owner']} commit in the cache (the fork "
-                f"edited it): add `{keep}`, pin {o['owner']} to the commit it was copied from and carry the "
-                f"fork's "
-                f"changes as {o['owner']} patches."
+                f"edited it): add `{keep}`, pin {o['owner']} to the commit it was copied from and carry "
+                f"the fork's changes as {o['owner']} patches."
             )
     return "\n".join(lines)
 

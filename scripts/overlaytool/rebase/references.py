@@ -148,12 +148,13 @@ def reference_lines(references: list[dict]) -> list[str]:
         if r["kind"] == "syntax":
             lines.append(f"  {r['file']}: {r['note']}")
             continue
-        where = f"; git's candidate at the target: {r['candidate']}" if r["kind"] == "_base_" else ""
         if r["kind"] != "_base_":
-            where = f"; {r['note']}"
-        if r["kind"] == "_base_" and not r["candidate"]:
-            where = "; git finds no candidate (upstream deleted it)"
-        lines.append(f"  {r['file']}: {r['kind']} {r['names']!r} → {r['expected']} does not exist{where}")
+            why = r["note"]
+        elif r["candidate"]:
+            why = f"git's candidate at the target: {r['candidate']}"
+        else:
+            why = "git finds no candidate (upstream deleted it)"
+        lines.append(f"  {r['file']}: {r['kind']} {r['names']!r} → {r['expected']} does not exist; {why}")
     return lines
 
 
