@@ -183,7 +183,6 @@ def report_data(
     data = state.to_json()
     data.pop("given_source")
     data.pop("first_stop")
-    data["stop"] = None if state.stop is None else vars(state.stop)
     return {
         **data,
         "format": FORMAT,
