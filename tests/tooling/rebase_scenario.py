@@ -97,10 +97,13 @@ def setup_src_fork_series(project: Project, tmp: Path) -> Project:
     toml.write_text(toml.read_text().replace(project.history[0], project.pin))
     train = patched(TRAIN_SCRIPT, 10, "from slurm_env import export_env  # tools/slurm_env.py")
     train = patched(train, 20, "DEFAULT = 'projects/configs/dali/r50_dali.py'")
+    train = patched(train, 30, "import inspect  # the stdlib's, not the overlay's dali/inspect.py")
     project.add_patch("use-dali.patch", make_patch(tmp, SRC_FORK_BASE, {"tools/train.py": train}, "Use DALI"))
     overlay = project.root / "overlay"
     (overlay / "tools").mkdir()
     (overlay / "tools" / "slurm_env.py").write_text("def export_env():\n    return {}\n")
+    (overlay / "dali").mkdir()
+    (overlay / "dali" / "inspect.py").write_text("SHOW = 1\n")
     (overlay / "projects" / "configs" / "dali").mkdir(parents=True)
     (overlay / "projects" / "configs" / "dali" / "r50_dali.py").write_text(
         '_base_ = ["../StreamPETR/r50.py"]\nuse_dali_pipeline = True\n'

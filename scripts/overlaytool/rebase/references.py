@@ -33,7 +33,7 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     found = [*_bases(raw, placed, exists, renames)]
     changed = git("diff", "--name-only", "-z", base, "HEAD", cwd=checkout).stdout.split("\0")
     patched = sorted(p for p in changed if p.endswith(".py") and p in tree)
-    found += _imports(checkout, patched, placed, exists)
+    found += _imports(checkout, patched, raw, target, exists, renames)
     found += _patch_paths(checkout, base, raw, target, exists)
     return found
 
@@ -70,21 +70,20 @@ def _base_entries(module: ast.Module) -> list[str]:
     return names
 
 
-def _module_names(placed: dict[str, str]) -> dict[str, list[str]]:
-    """Top-level module name → where the overlay puts it (`x.py` or `x/__init__.py`)."""
-    names: dict[str, list[str]] = {}
-    for dest in placed:
-        path = Path(dest)
-        if path.name == "__init__.py" and len(path.parts) > 1:
-            names.setdefault(path.parent.name, []).append(dest)
-        elif path.suffix == ".py" and path.name != "__init__.py":
-            names.setdefault(path.stem, []).append(dest)
-    return names
-
-
-def _imports(checkout: Path, patched: list[str], placed: dict[str, str], exists: set[str]) -> list[dict]:
-    modules, out = _module_names(placed), []
+def _imports(
+    checkout: Path,
+    patched: list[str],
+    raw: dict[str, Path],
+    target: Target,
+    exists: set[str],
+    renames: dict[str, str],
+) -> list[dict]:
+    """Top-level imports in the patched files of a module the overlay puts in the file's own folder
+    (at the old pin): it must still be beside the file (or at the root) in the rebased tree."""
+    was = {new: old for old, new in renames.items()}
+    out = []
     for rel in patched:
+        folder, old_folder = posixpath.dirname(rel), posixpath.dirname(was.get(rel, rel))
         data = git("show", f"HEAD:{rel}", cwd=checkout, text=False).stdout
         try:
             module = ast.parse(data, filename=rel)
@@ -96,16 +95,18 @@ def _imports(checkout: Path, patched: list[str], placed: dict[str, str], exists:
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-        folder = posixpath.dirname(rel)
-        for name in sorted(imported & set(modules)):
+        for name in sorted(imported):
+            module_files = (
+                posixpath.join(old_folder, f"{name}.py"),
+                posixpath.join(old_folder, name, "__init__.py"),
+            )
+            ours = [p for p in module_files if p in raw]
+            if not ours:
+                continue  # not a module of the overlay beside the file: stdlib, upstream's, third-party
             beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
             if not any(p in exists for p in [*beside, f"{name}.py", f"{name}/__init__.py"]):
-                lands = sorted(modules[name])
-                out.append(
-                    _ref(
-                        rel, "import", name, beside[0], lands[0], f"the overlay puts it at {', '.join(lands)}"
-                    )
-                )
+                lands = place(ours[0], target.overlay_moves)
+                out.append(_ref(rel, "import", name, beside[0], lands, f"the overlay puts it at {lands}"))
     return out
 
 
