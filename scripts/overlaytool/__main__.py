@@ -117,7 +117,9 @@ def _rebase(target: Target, targets: list[Target], args: argparse.Namespace) -> 
         lines, carries_over = rebase_check.dry_run(target, args.ref, args.source, targets, args.report)
         print("\n".join(lines))
         if not carries_over:
-            raise OverlayError(f"the series would not carry over to {args.ref} (nothing was changed)")
+            raise OverlayError(
+                f"the series would not carry over to {args.ref} (nothing but its report was written)"
+            )
         return
     if args.resume:
         lines = rebase.resume(target)

@@ -32,6 +32,8 @@ from .report import report_paths, status_lines, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, Stop, in_progress
 
+FINISH_CHECK = "finish-check"
+
 
 def dry_run(
     target: Target,
@@ -111,6 +113,7 @@ def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
             staged, load_series(stage_dir), overlay_files(scratch.overlay_dir, scratch.overlay_moves)
         )
     except OverlayError as exc:
+        state.first_stop = Stop(FINISH_CHECK, note=str(exc).splitlines()[0])
         return [*lines, f"the replayed series would not finish: {exc}"], False
     return [*lines, "the series carries over"], True
 

@@ -153,7 +153,9 @@ def _stop_entry(stop: Stop | None) -> dict | None:
     """`would_stop`: kind, patch, paths and one line."""
     if stop is None:
         return None
-    if stop.kind == OVERLAY_REFERENCE:
+    if stop.note:
+        message = stop.note
+    elif stop.kind == OVERLAY_REFERENCE:
         message = f"{len(stop.references)} overlay reference(s) do not resolve"
     else:
         message = f"{stop.patch}: {stop.kind} in {', '.join(stop.missing or stop.paths) or '?'}"

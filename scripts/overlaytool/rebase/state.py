@@ -21,13 +21,15 @@ FORMAT = 2
 @dataclass
 class Stop:
     """Why the replay stopped: a patch (`conflict`, `missing-at-target`) or the overlay
-    (`overlay-reference`: references of the overlay into upstream that do not resolve)."""
+    (`overlay-reference`: references of the overlay into upstream that do not resolve); `--check`
+    also records `overlap` and `finish-check` (the finish's checks would fail)."""
 
     kind: str
     paths: list[str] = field(default_factory=list)  # the patch's paths at the target / the overlay files
     missing: list[str] = field(default_factory=list)  # files the patch modifies that the target lacks
     patch: str | None = None  # the stopped patch (None for an overlay stop)
     references: list[dict] = field(default_factory=list)  # the unresolved overlay references
+    note: str = ""  # one line, where the kind alone does not say it (`finish-check`)
 
 
 @dataclass
