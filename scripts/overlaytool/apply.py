@@ -28,6 +28,7 @@ from .gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from .journal import clear_journal, read_journal, write_journal
 from .overlay import overlay_blob, overlay_files
 from .patchfile import Patch
+from .rebase.overlap import overlap_message, overlaps
 from .series import load_series
 from .series_index import build_result
 from .targets import Target
@@ -56,12 +57,18 @@ def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> s
     return h.hexdigest()
 
 
-def apply_target(target: Target, force: bool = False) -> Outcome:
-    """Bring one target to pin + series + overlay. See the module docstring for the guarantees."""
+def apply_target(target: Target, force: bool = False, targets: list[Target] | None = None) -> Outcome:
+    """Bring one target to pin + series + overlay. See the module docstring for the guarantees.
+
+    With `targets` (all of them), a pin that tracks files where another target is checked out
+    (outside the target's `outside` folders) is refused first."""
     patches = load_series(target.patch_dir)
     overlay = overlay_files(target.overlay_dir, target.overlay_moves)
     ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch
-    require_cached(target.pin)
+    mirror = require_cached(target.pin)
+    found = [o for o in overlaps(target, targets or [], mirror, target.pin.commit) if o["owner"] != "overlay"]
+    if found:
+        raise OverlayError(overlap_message(target, target.pin.commit, found))
     with checkout_lock(target.checkout, "apply"):
         ensure_pin_commit(target)
         leave_outside(target.checkout, target.outside)
@@ -124,7 +131,7 @@ def apply_all(
                 )
     outcomes = []
     for target in chosen:
-        outcomes.append(apply_target(target, force=force))
+        outcomes.append(apply_target(target, force=force, targets=targets))
         place = targets.index(target)
         for inner in targets[place + 1 :]:
             exclude_nested(target, inner)

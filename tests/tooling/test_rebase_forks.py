@@ -211,3 +211,21 @@ def test_an_unreadable_state_is_refused_by_name_and_abort_restores_from_the_snap
     assert series.run("rebase", "--abort") == 0
     now = project_state(series)
     assert {**now, "cache_refs": None} == {**before, "cache_refs": None}  # the target's keep ref may stay
+
+
+def test_apply_refuses_a_pin_that_vendors_the_nested_checkout_without_outside(
+    series: Project, capsys
+) -> None:
+    inner = nested(series)
+    vendor_mmdetection3d(series, edit=True)
+    config = series.root / "patches" / "config.toml"
+    plain = config.read_text()
+    set_target_keys(series, 'outside = ["mmdetection3d"]\n')
+    assert series.run("rebase", "main") == 0
+    config.write_text(plain)  # the key dropped again: apply would write the fork's copy over the checkout
+    capsys.readouterr()
+    assert series.run("apply") == 1
+    err = capsys.readouterr().err
+    assert "under mmdetection3d/, where the mmdetection3d target is checked out" in err
+    assert 'outside = ["mmdetection3d"]' in err
+    assert nested(series) == inner
