@@ -82,8 +82,8 @@ def _steps(project: Path, cache: Path, ref: str, source: str | None, settings: V
         "train": lambda: _train(project, cache, settings),
     }
     for name in STEPS:
-        if results and not results[-1].ok:
-            results.append(Step(name, None, f"skipped: {results[-1].step} failed"))
+        if failed := next((s.step for s in results if s.ok is False), None):
+            results.append(Step(name, None, f"skipped: {failed} failed"))
             continue
         ok, detail = runs[name]()
         results.append(Step(name, ok, detail))
