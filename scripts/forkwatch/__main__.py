@@ -41,7 +41,7 @@ def settings_of(args: argparse.Namespace) -> VetSettings:
         if done.returncode != 0:
             raise ForkwatchError(f"cannot make the synthetic data set: {done.stderr.strip()[-800:]}")
         data_root = Path(done.stdout.strip().splitlines()[-1])
-    return VetSettings(python, data_root.resolve(), args.iters)
+    return VetSettings(python, data_root.resolve(), args.iters, args.config)
 
 
 def cmd_vet(args: argparse.Namespace) -> int:
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     training.add_argument("--python", type=Path, default=ENV_PYTHON, help="the OpenMMLab env's python")
     training.add_argument("--data-root", type=Path, help="data set (default: the embedded synthetic one)")
     training.add_argument("--iters", type=int, default=1, help="training iterations (default 1)")
+    training.add_argument("--config", default="smoke", help="upstream_run train's --config (default smoke)")
     p = sub.add_parser("vet", parents=[training], help="rebase, apply, load configs, train: in a copy")
     p.add_argument("ref", help="the commit (or branch of --from / of the pinned URL) to vet")
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="where the commit comes from")

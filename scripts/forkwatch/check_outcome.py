@@ -71,12 +71,14 @@ def _read_report(path: Path) -> dict:
 
 
 def _from_report(data: dict) -> list[PatchStatus]:
-    """Per patch from a report: today's `patches` (names) + `statuses`/`moves` maps, or entries that
-    carry their own fields; `provisional` as a list of names, a map, or a per-patch flag."""
+    """Per patch from a report: its `patch_entries` (name, status, moves, provisional) when it has
+    them, else `patches` (names, or entries with their own fields) + the `statuses`/`moves` maps;
+    a top-level `provisional` as a list of names or a map. A status not reached reads `pending`."""
     statuses, moves = data.get("statuses") or {}, data.get("moves") or {}
     provisional = data.get("provisional") or []
+    entries = data.get("patch_entries")
     out = []
-    for entry in data["patches"]:
+    for entry in entries if isinstance(entries, list) and entries else data["patches"]:
         if isinstance(entry, dict):
             name = str(entry.get("name", "?"))
             status = entry.get("status") or statuses.get(name, "pending")
@@ -113,7 +115,10 @@ def _stop_of(value: object, report: Path | None) -> dict | None:
     if not isinstance(value, dict) or "kind" not in value:
         raise ForkwatchError(f"{report}: would_stop is neither null nor a table with a kind")
     paths = value.get("paths") or []
-    return {"kind": str(value["kind"]), "patch": value.get("patch"), "paths": [str(p) for p in paths]}
+    stop = {"kind": str(value["kind"]), "patch": value.get("patch"), "paths": [str(p) for p in paths]}
+    if value.get("message"):
+        stop["message"] = str(value["message"])
+    return stop
 
 
 def _derived_stop(patches: list[PatchStatus], output: str) -> dict:

@@ -52,6 +52,7 @@ class VetSettings:
     python: Path
     data_root: Path
     iters: int = 1
+    config: str = "smoke"  # upstream_run train's --config (the DALI smoke config, as `nox -s train_dali`)
 
 
 def vet(
@@ -151,6 +152,7 @@ def _train(project: Path, cache: Path, settings: VetSettings) -> tuple[bool, str
     cmd = [
         sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--iters", str(settings.iters),
         "--data-root", str(settings.data_root), "--work-dir", str(work), "--python", str(settings.python),
+        "--config", settings.config,
     ]  # fmt: skip
     env = {
         "PYTHONPATH": str(project / "scripts"),  # the copy's runner trains the copy's checkout
@@ -160,7 +162,10 @@ def _train(project: Path, cache: Path, settings: VetSettings) -> tuple[bool, str
     done = call(cmd, project, env, timeout=3600)
     if not done.ok:
         return False, f"training failed (exit {done.returncode}):\n{done.tail()}"
-    return True, f"{settings.iters} DALI training iteration(s), losses finite, checkpoint written"
+    return (
+        True,
+        f"{settings.iters} DALI training iteration(s) of {settings.config}: losses finite, checkpoint",
+    )
 
 
 def step_lines(steps: list[Step]) -> list[str]:
