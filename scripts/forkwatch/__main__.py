@@ -45,9 +45,8 @@ def settings_of(args: argparse.Namespace) -> VetSettings:
 
 
 def cmd_vet(args: argparse.Namespace) -> int:
-    print(
-        f"vet: {args.ref}{f' from {args.source}' if args.source else ''} in a throw-away copy of the project"
-    )
+    where = f" from {args.source}" if args.source else ""
+    print(f"vet: {args.ref}{where} in a throw-away copy of the project", flush=True)
     steps = vet(args.root, args.ref, args.source, settings_of(args), cache_root(), args.scratch)
     print("\n".join(step_lines(steps)))
     ok = passed(steps)

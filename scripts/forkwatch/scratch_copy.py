@@ -35,11 +35,10 @@ def project_files(root: Path) -> list[str]:
     files = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if SKIP & set(rel.parts) or (rel.parts[0] == "upstream" and len(rel.parts) > 2):
-            continue
-        if rel.parts[0] == "upstream" and path.is_dir():
-            continue
-        if path.is_file() and not rel.name.startswith("rebase-report."):
+        in_checkout = rel.parts[0] == "upstream" and len(rel.parts) > 2
+        if path.is_file() and not (
+            SKIP & set(rel.parts) or in_checkout or rel.name.startswith("rebase-report.")
+        ):
             files.append(rel.as_posix())
     return files
 

@@ -131,7 +131,7 @@ def write_summary(summary: dict, out: Path) -> tuple[Path, Path]:
 def _stop_cell(entry: dict) -> str:
     stop = entry.get("would_stop")
     if entry["state"] in ("unreachable", "error"):
-        return (entry.get("message") or "").splitlines()[-1:][0] if entry.get("message") else ""
+        return next(reversed((entry.get("message") or "").splitlines()), "")
     if not stop:
         return "—"
     paths = f" ({', '.join(f'`{p}`' for p in stop['paths'])})" if stop.get("paths") else ""

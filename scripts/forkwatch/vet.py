@@ -86,6 +86,7 @@ def _steps(project: Path, cache: Path, ref: str, source: str | None, settings: V
         if failed := next((s.step for s in results if s.ok is False), None):
             results.append(Step(name, None, f"skipped: {failed} failed"))
             continue
+        print(f"vet: {name} ...", file=sys.stderr, flush=True)
         ok, detail = runs[name]()
         results.append(Step(name, ok, detail))
     return results

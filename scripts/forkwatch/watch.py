@@ -14,7 +14,8 @@ from pathlib import Path
 
 from overlaytool.targets import load_targets
 
-from .check_outcome import CARRIES_OVER, UNREACHABLE, CheckOutcome, outcome_of
+from . import ForkwatchError
+from .check_outcome import CARRIES_OVER, ERROR, UNREACHABLE, CheckOutcome, outcome_of
 from .scratch_copy import scratch
 from .sources import Source
 from .tool_calls import call, overlaytool
@@ -45,7 +46,10 @@ def check_source(root: Path, real_cache: Path, source: Source, pinned_url: str) 
     with scratch(root, real_cache) as (project, cache):
         done = overlaytool(project, cache, "rebase", "--check", commit, *frm)
         report = load_targets(project)[0].checkout.parent / "rebase-report.json"
-        outcome = outcome_of(done.returncode, done.output, report)
+        try:
+            outcome = outcome_of(done.returncode, done.output, report)
+        except ForkwatchError as exc:  # this source's report, not the watch, is broken
+            return CheckOutcome(ERROR, commit, message=f"{exc}\n{done.tail(8)}")
     if not outcome.target_commit or not FULL_ID.match(outcome.target_commit):
         outcome.target_commit = commit
     return outcome
