@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,38 +43,65 @@ def project_state() -> dict:
     }
 
 
-def test_a_fork_one_unrelated_commit_ahead_is_vetted_end_to_end(tmp_path: Path, synthetic_dataset: Path):
+def fork_of_the_pin(tmp: Path, change: Callable[[Path], None]) -> tuple[Path, str]:
+    """A local fork: the pinned commit plus one commit made by `change(fork)`; its path and commit."""
     pin = load_targets(ROOT)[0].pin
-    fork = tmp_path / "fork"
-    git(
-        tmp_path,
-        "clone",
-        "-q",
-        "--shared",
-        "--no-checkout",
-        str(cache_root() / "mirrors" / f"{pin.slug}.git"),
-        str(fork),
-    )
+    fork = tmp / "fork"
+    mirror = cache_root() / "mirrors" / f"{pin.slug}.git"
+    git(tmp, "clone", "-q", "--shared", "--no-checkout", str(mirror), str(fork))
     git(fork, "checkout", "-q", "-b", "main", pin.commit)
-    (fork / "FORK_NOTES.md").write_text("A fork's own notes, touching nothing the series patches.\n")
-    git(fork, "add", "FORK_NOTES.md")
-    git(fork, "commit", "-q", "-m", "Notes of the fork")
-    commit = git(fork, "rev-parse", "HEAD").strip()
-    scratch = tmp_path / "scratch"
+    change(fork)
+    git(fork, "add", "-A")
+    git(fork, "commit", "-q", "-m", "The fork's change")
+    return fork, git(fork, "rev-parse", "HEAD").strip()
+
+
+def vet(tmp: Path, fork: Path, commit: str, data_root: Path) -> tuple[int, str]:
+    """`python -m forkwatch vet <commit> --from <fork>` on this checkout; exit status and output."""
+    scratch = tmp / "scratch"
     scratch.mkdir()
-    before = project_state()
     cmd = [
         sys.executable, "-m", "forkwatch", "vet", commit, "--from", str(fork), "--scratch", str(scratch),
-        "--python", sys.executable, "--data-root", str(synthetic_dataset), "--config", "small",
+        "--python", sys.executable, "--data-root", str(data_root), "--config", "small",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=2400)
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-6000:]
+    assert list(scratch.iterdir()) == [], "the throw-away copy is removed"
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_fork_one_unrelated_commit_ahead_is_vetted_end_to_end(tmp_path: Path, synthetic_dataset: Path):
+    def notes(fork: Path) -> None:
+        (fork / "FORK_NOTES.md").write_text("A fork's own notes, touching nothing the series patches.\n")
+
+    fork, commit = fork_of_the_pin(tmp_path, notes)
+    before = project_state()
+    code, out = vet(tmp_path, fork, commit, synthetic_dataset)
+    assert code == 0, out[-6000:]
     for step in ("rebase", "apply", "apply-converges", "configs", "train"):
         assert f"  {step:16s} pass" in out, out[-4000:]
     assert f"series moved to {commit[:12]}" in out
     configs = len(list((ROOT / "overlay" / "projects" / "configs").rglob("*.py")))
     assert f"all {configs} overlay configs load" in out
     assert project_state() == before, "the checkout, pins, patches and cache refs are left as they were"
-    assert list(scratch.iterdir()) == [], "the throw-away copy is removed"
+
+
+def test_a_fork_that_moves_the_config_the_overlay_bases_on_fails_before_training(
+    tmp_path: Path, synthetic_dataset: Path
+):
+    """The overlay's configs name `../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py`; a fork
+    that renames it fails the vetting (at the rebase's overlay check, or at the config loads)."""
+    base = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
+
+    def rename(fork: Path) -> None:
+        git(fork, "mv", base, base.replace("r50_flash", "r50_flash_renamed"))
+
+    fork, commit = fork_of_the_pin(tmp_path, rename)
+    before = project_state()
+    code, out = vet(tmp_path, fork, commit, synthetic_dataset)
+    assert code == 1, out[-6000:]
+    failed = [s for s in ("rebase", "configs") if f"  {s:16s} FAIL" in out]
+    assert failed, out[-4000:]
+    assert "stream_petr_r50_flash_704_bs2_seq_24e.py" in out
+    assert f"  {'train':16s} skip  skipped: {failed[0]} failed" in out
+    assert project_state() == before
