@@ -156,9 +156,9 @@ def markdown(summary: dict) -> str:
         cell = _stop_cell(e).replace("|", "\\|")
         lines.append(f"| {e['name']} | {e['branch']} | {commit} | {e['state']} | {cell} | {vetting} |")
     for e in summary["sources"]:
-        lines += ["", f"## {e['name']}: {e['state']}", "", f"{e['url']} `{e['branch']}`", ""]
+        lines += ["", f"## {e['name']}: {e['state']}", "", f"{e['url']} `{e['branch']}`"]
         if e.get("patches"):
-            lines += ["| patch | status |", "|---|---|"]
+            lines += ["", "| patch | status |", "|---|---|"]
             for p in e["patches"]:
                 moves = f" ({', '.join(p['moves'])})" if p.get("moves") else ""
                 flag = " *provisional*" if p.get("provisional") else ""

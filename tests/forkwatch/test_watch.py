@@ -4,6 +4,7 @@ sources reported, and the exit status non-zero only on a change of state."""
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -150,3 +151,24 @@ def test_a_damaged_previous_summary_is_refused_by_name(
     (out / "watch-summary.json").write_text('{"format": "something else", "sources": []}')
     assert main(["--root", str(project.root), "watch", "--sources", str(sources), "--out", str(out)]) == 2
     assert "not a watch summary" in capsys.readouterr().err
+
+
+def test_train_vets_only_the_sources_that_carry_over(project: Project, sources: Path, tmp_path: Path):
+    """With --train the carrying source gets its vetting steps (here the configs step fails: the small
+    project's overlay has none; the stack tier vets the real one), the others none."""
+    more = ["--train", "--python", sys.executable, "--data-root", str(tmp_path)]
+    code, summary = watch(project, sources, tmp_path / "out", *more)
+    assert code == 0 and summary["trained"] is True
+    by_name = {e["name"]: e for e in summary["sources"]}
+    vet = by_name["upstream"]["vet"]
+    assert [(s["step"], s["ok"]) for s in vet["steps"]] == [
+        ("rebase", True),
+        ("apply", True),
+        ("apply-converges", True),
+        ("configs", False),
+        ("train", None),
+    ]
+    assert vet["ok"] is False
+    assert all(by_name[n]["vet"] is None for n in ("rewriter", "gone", "nobranch"))
+    assert "| configs | FAIL |" in (tmp_path / "out" / "watch-summary.md").read_text()
+    assert watch(project, sources, tmp_path / "out", *more)[0] == 0
