@@ -39,10 +39,3 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
         "upstream/StreamPETR/mmdetection3d",
     )  # fmt: skip
     return setup_series(Project(root, upstream, mmdet3d, first, [first]), tmp_path)
-
-
-def fork_of(project: Project, where: Path) -> Path:
-    """A fork: a clone of the project's upstream at `where` (a local path, not a URL)."""
-    where.parent.mkdir(parents=True, exist_ok=True)
-    git(where.parent, "clone", "-q", str(project.upstream), str(where))
-    return where

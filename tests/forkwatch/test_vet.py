@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import fork_of
 from forkwatch.vet import STEPS, VetSettings, passed, vet
 from overlaytool.cache import cache_root
 from rebase_scenario import project_state, rewrite_model
 from tooling_repos import Project, commit_files
+from watch_repos import fork_of
 
 
 def settings(tmp: Path) -> VetSettings:

@@ -9,12 +9,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import fork_of
 from forkwatch.__main__ import main
 from forkwatch.summary import FORMAT
 from rebase_scenario import project_state, rewrite_model
 from test_apply import patched
 from tooling_repos import TRAIN_PY, Project, commit_files, git
+from watch_repos import fork_of
 
 
 def sources_file(tmp: Path, *entries: tuple[str, str, str]) -> Path:
