@@ -13,8 +13,12 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+
+from overlaytool import OverlayError
+from overlaytool.cache import mirror_lock
+from overlaytool.targets import load_targets
 
 from . import ForkwatchError
 
@@ -33,14 +37,11 @@ def project_files(root: Path) -> list[str]:
     if listed.returncode == 0 and _git("rev-parse", "--show-prefix", cwd=root).stdout.strip() == "":
         return sorted({p for p in listed.stdout.split("\0") if p and (root / p).is_file()})
     files = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        in_checkout = rel.parts[0] == "upstream" and len(rel.parts) > 2
-        if path.is_file() and not (
-            SKIP & set(rel.parts) or in_checkout or rel.name.startswith("rebase-report.")
-        ):
-            files.append(rel.as_posix())
-    return files
+    for folder, dirs, names in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        dirs[:] = [d for d in dirs if d not in SKIP and rel.parts != ("upstream",)]  # no checkout
+        files += [(rel / n).as_posix() for n in names if not n.startswith("rebase-report.")]
+    return sorted(f for f in files if (root / f).is_file())
 
 
 def copy_project(root: Path, dest: Path) -> None:
@@ -70,12 +71,26 @@ def private_cache(real: Path, dest: Path) -> None:
 
 
 @contextmanager
+def reading(root: Path) -> Iterator[None]:
+    """Hold the shared lock of every pinned mirror: no fetch swaps a mirror the copy reads from."""
+    try:
+        with ExitStack() as stack:
+            for target in load_targets(root):
+                stack.enter_context(mirror_lock(target.pin, "forkwatch (a throw-away copy)", shared=True))
+            yield
+    except OverlayError as exc:
+        raise ForkwatchError(f"cannot read the upstream cache: {exc}") from None
+
+
+@contextmanager
 def scratch(root: Path, real_cache: Path, parent: Path | None = None) -> Iterator[tuple[Path, Path]]:
-    """(project copy, private cache) in a fresh temporary folder, removed afterwards whatever happens."""
+    """(project copy, private cache) in a fresh temporary folder, removed afterwards whatever happens;
+    the real cache's pinned mirrors are read-locked meanwhile."""
     base = Path(tempfile.mkdtemp(prefix="forkwatch-", dir=parent))
     try:
-        copy_project(root, base / "project")
-        private_cache(real_cache, base / "cache")
-        yield base / "project", base / "cache"
+        with reading(root):
+            copy_project(root, base / "project")
+            private_cache(real_cache, base / "cache")
+            yield base / "project", base / "cache"
     finally:
         shutil.rmtree(base, ignore_errors=True)
