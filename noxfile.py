@@ -83,6 +83,12 @@ def apply_and_ensure_upstream_env(session: nox.Session) -> str:
     return str(UPSTREAM_PYTHON)
 
 
+def ensure_upstream_env(session: nox.Session) -> str:
+    """The shared OpenMMLab env's python, built once (no apply: the checkout is left as it is)."""
+    run_tool(session, sys.executable, "upstream_env", "build")
+    return str(UPSTREAM_PYTHON)
+
+
 def with_data_root(session: nox.Session, python: str, args: Sequence[str]) -> list[str]:
     """`args`, plus `--data-root <embedded synthetic data set>` when the user gave none (made once)."""
     if any(a == "--data-root" or a.startswith("--data-root=") for a in args):
@@ -168,8 +174,32 @@ def edit(session: nox.Session) -> None:
 @nox.session
 def rebase(session: nox.Session) -> None:
     """Move the series to a new upstream commit: `-- <commit|ref> [--from SRC]`, `--continue`, `--skip`,
-    `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing."""
-    run_overlaytool(session, "rebase")
+    `--abort`; `-- --check <commit|ref> [--from SRC]` is a dry run that changes nothing, and with
+    `--train` it then vets the commit in a throw-away copy (rebase, apply, configs, one DALI iteration)."""
+    if "--train" not in session.posargs:
+        run_overlaytool(session, "rebase")
+        return
+    args = [a for a in session.posargs if a != "--train"]
+    if "--check" not in args:
+        session.error("--train vets a candidate without changing anything: give it with --check <commit>")
+    refuse_args(session, "--target", why="--train vets the StreamPETR series (the first target)")
+    run_tool(session, sys.executable, "overlaytool", "rebase", *args)  # the dry run first: it must carry over
+    python = ensure_upstream_env(session)
+    vet = [a for a in args if a != "--check"]
+    run_tool(
+        session, sys.executable, "forkwatch", "vet", *with_data_root(session, python, vet), "--python", python
+    )
+
+
+@nox.session
+def watch(session: nox.Session) -> None:
+    """`rebase --check` (with `-- --train` also the vetting) against upstream's head and every fork of
+    upstream/forks.toml: one summary; non-zero only when the state changed (`-- --sources F --out D`)."""
+    args = list(session.posargs)
+    if "--train" in args:
+        python = ensure_upstream_env(session)
+        args = [*with_data_root(session, python, args), "--python", python]
+    run_tool(session, sys.executable, "forkwatch", "watch", *args)
 
 
 @nox.session

@@ -1,0 +1,96 @@
+"""A throw-away copy of the project and a private upstream cache that reads the real one.
+
+The copy holds the project's own files (tracked and untracked, not ignored: what a commit would
+hold), never a checkout, `.nox` or data. The private cache clones each mirror of the real cache with
+`--shared`: its objects are read from the real mirror through git's alternates, so nothing is
+copied and nothing of the real cache (refs, objects, locks) is ever written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from overlaytool import OverlayError
+from overlaytool.cache import mirror_lock
+from overlaytool.targets import load_targets
+
+from . import ForkwatchError
+
+SKIP = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", "data", "work_dirs", "out"}
+
+
+def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+
+
+def project_files(root: Path) -> list[str]:
+    """The project's own files, relative to `root`: git's tracked and untracked-not-ignored files in a
+    git work tree; elsewhere every file outside the checkouts (`upstream/*/`) and generated folders."""
+    listed = _git("ls-files", "-z", "-co", "--exclude-standard", cwd=root)
+    if listed.returncode == 0 and _git("rev-parse", "--show-prefix", cwd=root).stdout.strip() == "":
+        return sorted({p for p in listed.stdout.split("\0") if p and (root / p).is_file()})
+    files = []
+    for folder, dirs, names in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        dirs[:] = [d for d in dirs if d not in SKIP and rel.parts != ("upstream",)]  # no checkout
+        files += [(rel / n).as_posix() for n in names if not n.startswith("rebase-report.")]
+    return sorted(f for f in files if (root / f).is_file())
+
+
+def copy_project(root: Path, dest: Path) -> None:
+    """Copy the project's own files (modes kept, symlinks as links) into the empty folder `dest`."""
+    for rel in project_files(root):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = root / rel
+        if source.is_symlink():
+            target.symlink_to(source.readlink())
+        else:
+            shutil.copy2(source, target)
+
+
+def private_cache(real: Path, dest: Path) -> None:
+    """A cache at `dest` whose mirrors are `--shared` clones of the real cache's mirrors."""
+    mirrors = sorted((real / "mirrors").glob("*.git"))
+    if not mirrors:
+        raise ForkwatchError(f"the upstream cache {real} holds no mirror: run `nox -s fetch` first")
+    (dest / "mirrors").mkdir(parents=True)
+    for mirror in mirrors:
+        done = _git(
+            "clone", "--quiet", "--mirror", "--shared", str(mirror), str(dest / "mirrors" / mirror.name)
+        )
+        if done.returncode != 0:
+            raise ForkwatchError(f"cannot clone the cache mirror {mirror}: {done.stderr.strip()}")
+
+
+@contextmanager
+def reading(root: Path) -> Iterator[None]:
+    """Hold the shared lock of every pinned mirror: no fetch swaps a mirror the copy reads from."""
+    try:
+        with ExitStack() as stack:
+            for target in load_targets(root):
+                stack.enter_context(mirror_lock(target.pin, "forkwatch (a throw-away copy)", shared=True))
+            yield
+    except OverlayError as exc:
+        raise ForkwatchError(f"cannot read the upstream cache: {exc}") from None
+
+
+@contextmanager
+def scratch(root: Path, real_cache: Path, parent: Path | None = None) -> Iterator[tuple[Path, Path]]:
+    """(project copy, private cache) in a fresh temporary folder, removed afterwards whatever happens;
+    the real cache's pinned mirrors are read-locked meanwhile."""
+    base = Path(tempfile.mkdtemp(prefix="forkwatch-", dir=parent))
+    try:
+        with reading(root):
+            copy_project(root, base / "project")
+            private_cache(real_cache, base / "cache")
+            yield base / "project", base / "cache"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

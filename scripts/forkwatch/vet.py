@@ -1,0 +1,184 @@
+"""Vet a candidate upstream commit end to end, in a throw-away copy of the project.
+
+Steps, each passed or failed (those after a failure are skipped): `rebase` (the real rebase of the
+series to the commit), `apply`, `apply-converges` (a second apply changes nothing), `configs`
+(mmcv's `Config.fromfile` on every overlay config, in the applied checkout), `train` (one DALI
+training iteration through `upstream_run train`, checked as `nox -s train_dali` checks it).
+The user's checkout, pins, patches and cache are never written: the copy has its own checkout and
+a private cache that reads the real one (`scratch_copy`), and the whole folder is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from overlaytool.targets import load_targets
+
+from .scratch_copy import scratch
+from .tool_calls import call, overlaytool
+
+UP_TO_DATE = "up to date, nothing changed"
+APPLIED = re.compile(rf"^(\S.* at \S.*: (applied|{UP_TO_DATE}))$", re.M)  # apply's line per target
+STEPS = ("rebase", "apply", "apply-converges", "configs", "train")
+CONFIG_LOAD = """\
+import json, sys
+from mmcv import Config
+for path in sys.argv[1:]:
+    try:
+        Config.fromfile(path)
+        print(json.dumps({"config": path, "ok": True}))
+    except Exception as exc:
+        print(json.dumps({"config": path, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:400]}))
+"""
+
+
+@dataclass
+class Step:
+    """One step's result: `ok` None means skipped (an earlier step failed)."""
+
+    step: str
+    ok: bool | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class VetSettings:
+    """What the training steps need: the OpenMMLab env's python, the data set, the iterations."""
+
+    python: Path
+    data_root: Path
+    iters: int = 1
+    config: str = "smoke"  # upstream_run train's --config (the DALI smoke config, as `nox -s train_dali`)
+
+
+def vet(
+    root: Path,
+    ref: str,
+    source: str | None,
+    settings: VetSettings,
+    real_cache: Path,
+    parent: Path | None = None,
+) -> list[Step]:
+    """Run every step on a copy of the project at `root`; the results in order."""
+    with scratch(root, real_cache, parent) as (project, cache):
+        return _steps(project, cache, ref, source, settings)
+
+
+def passed(steps: list[Step]) -> bool:
+    return all(s.ok for s in steps)
+
+
+def _steps(project: Path, cache: Path, ref: str, source: str | None, settings: VetSettings) -> list[Step]:
+    results: list[Step] = []
+    frm = ["--from", source] if source else []
+    runs = {
+        "rebase": lambda: _rebase(project, cache, ref, frm),
+        "apply": lambda: _apply(project, cache, converged=False),
+        "apply-converges": lambda: _apply(project, cache, converged=True),
+        "configs": lambda: _configs(project, settings),
+        "train": lambda: _train(project, cache, settings),
+    }
+    for name in STEPS:
+        if failed := next((s.step for s in results if s.ok is False), None):
+            results.append(Step(name, None, f"skipped: {failed} failed"))
+            continue
+        print(f"vet: {name} ...", file=sys.stderr, flush=True)
+        ok, detail = runs[name]()
+        results.append(Step(name, ok, detail))
+    return results
+
+
+def _rebase(project: Path, cache: Path, ref: str, frm: list[str]) -> tuple[bool, str]:
+    done = overlaytool(project, cache, "rebase", ref, *frm)
+    if not done.ok:
+        return False, f"the rebase did not finish (exit {done.returncode}):\n{done.tail()}"
+    pin = load_targets(project)[0].pin
+    return True, f"series moved to {pin.commit[:12]}"
+
+
+def _apply(project: Path, cache: Path, converged: bool) -> tuple[bool, str]:
+    done = overlaytool(project, cache, "apply")
+    if not done.ok:
+        return False, f"apply failed (exit {done.returncode}):\n{done.tail()}"
+    states = APPLIED.findall(done.output)
+    if converged:
+        changed = [line for line, state in states if state != UP_TO_DATE]
+        if changed or not states:
+            return False, "a second apply changed the checkout again:\n" + "\n".join(changed)
+        return True, "a second apply is up to date"
+    return True, f"applied ({len(states)} target(s))"
+
+
+def config_files(project: Path) -> list[str]:
+    """Every overlay config, as a path relative to the checkout it is copied into."""
+    target = load_targets(project)[0]
+    base = target.overlay_dir / "projects" / "configs" if target.overlay_dir else None
+    if base is None or not base.is_dir():
+        return []
+    return [p.relative_to(target.overlay_dir).as_posix() for p in sorted(base.rglob("*.py"))]
+
+
+def _configs(project: Path, settings: VetSettings) -> tuple[bool, str]:
+    files = config_files(project)
+    if not files:
+        return False, "the overlay holds no config under projects/configs"
+    checkout = load_targets(project)[0].checkout
+    env = {"PYTHONPATH": str(checkout)}
+    done = call([str(settings.python), "-c", CONFIG_LOAD, *files], checkout, env, timeout=900)
+    results = {}
+    for line in done.output.splitlines():
+        if line.startswith("{"):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            results[entry.get("config")] = entry
+    failed = [
+        f"{f}: {results.get(f, {}).get('error', 'not loaded')}"
+        for f in files
+        if not results.get(f, {}).get("ok")
+    ]
+    if failed:
+        tail = "" if results else f"\n{done.tail()}"
+        return False, f"{len(failed)} of {len(files)} config(s) do not load:\n" + "\n".join(failed) + tail
+    return True, f"all {len(files)} overlay configs load"
+
+
+def _train(project: Path, cache: Path, settings: VetSettings) -> tuple[bool, str]:
+    work = project.parent / "work"
+    cmd = [
+        sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--iters", str(settings.iters),
+        "--data-root", str(settings.data_root), "--work-dir", str(work), "--python", str(settings.python),
+        "--config", settings.config,
+    ]  # fmt: skip
+    env = {
+        "PYTHONPATH": str(project / "scripts"),  # the copy's runner trains the copy's checkout
+        "STREAMPETR_DALI_CACHE": str(cache),
+        "STREAMPETR_DALI_FRAME_STORES": str(project.parent / "frame-stores"),
+    }
+    done = call(cmd, project, env, timeout=3600)
+    if not done.ok:
+        return False, f"training failed (exit {done.returncode}):\n{done.tail()}"
+    return (
+        True,
+        f"{settings.iters} DALI training iteration(s) of {settings.config}: losses finite, checkpoint",
+    )
+
+
+def step_lines(steps: list[Step]) -> list[str]:
+    """One line per step, details indented below."""
+    mark = {True: "pass", False: "FAIL", None: "skip"}
+    lines = []
+    for s in steps:
+        first, *rest = s.detail.splitlines() or [""]
+        lines.append(f"  {s.step:16s} {mark[s.ok]}  {first}")
+        lines += [f"      {line}" for line in rest]
+    return lines
+
+
+def steps_json(steps: list[Step]) -> dict:
+    return {"ok": passed(steps), "steps": [asdict(s) for s in steps]}

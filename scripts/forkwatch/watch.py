@@ -1,0 +1,75 @@
+"""`watch`: the series checked against every listed source, optionally vetted, in one summary.
+
+Per source: `git ls-remote` says whether it is reachable and which commit its branch names; then
+`rebase --check <commit> [--from URL]` runs in a throw-away copy of the project with a private
+cache (the user's upstream folder, report files and cache stay as they are); with `train`, a source
+whose series carries over is vetted (`vet`) at that same commit.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from overlaytool.targets import load_targets
+
+from . import ForkwatchError
+from .check_outcome import CARRIES_OVER, ERROR, UNREACHABLE, CheckOutcome, outcome_of
+from .scratch_copy import scratch
+from .sources import Source
+from .tool_calls import call, overlaytool
+from .vet import VetSettings, steps_json, vet
+
+FULL_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def head_of(source: Source, timeout: float = 120) -> tuple[str | None, str]:
+    """The commit `source.branch` names at `source.url`, or None and why it cannot be had."""
+    done = call(["git", "ls-remote", "--heads", "--", source.url, source.branch], Path.cwd(), {}, timeout)
+    if not done.ok:
+        return None, f"cannot reach {source.url}: {done.tail(3) or f'git exit {done.returncode}'}"
+    wanted = f"refs/heads/{source.branch}"
+    for line in done.output.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.strip() == wanted and FULL_ID.match(sha):
+            return sha, ""
+    return None, f"{source.url} has no branch {source.branch}"
+
+
+def check_source(root: Path, real_cache: Path, source: Source, pinned_url: str) -> CheckOutcome:
+    """The `rebase --check` outcome of one source (unreachable ones included, never raising for them)."""
+    commit, why = head_of(source)
+    if commit is None:
+        return CheckOutcome(UNREACHABLE, message=why)
+    frm = [] if source.url == pinned_url else ["--from", source.url]
+    with scratch(root, real_cache) as (project, cache):
+        done = overlaytool(project, cache, "rebase", "--check", commit, *frm)
+        report = load_targets(project)[0].checkout.parent / "rebase-report.json"
+        try:
+            outcome = outcome_of(done.returncode, done.output, report)
+        except ForkwatchError as exc:  # this source's report, not the watch, is broken
+            return CheckOutcome(ERROR, commit, message=f"{exc}\n{done.tail(8)}")
+    if not outcome.target_commit or not FULL_ID.match(outcome.target_commit):
+        outcome.target_commit = commit
+    return outcome
+
+
+def watch(
+    root: Path, real_cache: Path, sources: list[Source], settings: VetSettings | None = None
+) -> tuple[dict, list[dict]]:
+    """The pin and one summary entry per source, in the order given."""
+    target = load_targets(root)[0]
+    entries = []
+    for source in sources:
+        print(f"watch: {source.name} ({source.url} {source.branch})", file=sys.stderr, flush=True)
+        outcome = check_source(root, real_cache, source, target.pin.url)
+        entry = {"name": source.name, "url": source.url, "branch": source.branch, **outcome.to_json()}
+        entry["vet"] = None
+        if settings is not None and outcome.state == CARRIES_OVER:
+            frm = None if source.url == target.pin.url else source.url
+            assert outcome.target_commit is not None
+            entry["vet"] = steps_json(vet(root, outcome.target_commit, frm, settings, real_cache))
+        print(f"watch: {source.name}: {entry['state']}", file=sys.stderr, flush=True)
+        entries.append(entry)
+    return {"name": target.pin.name, "commit": target.pin.commit}, entries

@@ -1,0 +1,49 @@
+"""`forkwatch vet` on the small project: every step in a throw-away copy, the project, its checkout
+and its cache never written, the copy removed. The config and training steps need the OpenMMLab
+env: the stack tier runs them on the real pin (test_vet_stack.py); here they fail or are skipped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from forkwatch.vet import STEPS, VetSettings, passed, vet
+from overlaytool.cache import cache_root
+from rebase_scenario import project_state, rewrite_model
+from tooling_repos import Project, commit_files
+from watch_repos import fork_of
+
+
+def settings(tmp: Path) -> VetSettings:
+    return VetSettings(Path(sys.executable), tmp / "no-data")
+
+
+def test_a_candidate_that_stops_fails_at_the_rebase_and_changes_nothing(project: Project, tmp_path: Path):
+    fork = fork_of(project, tmp_path / "forks" / "rewriter")
+    commit = rewrite_model(Project(project.root, fork, project.mmdet3d, project.pin, project.history))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = project_state(project)
+    steps = vet(project.root, commit, str(fork), settings(tmp_path), cache_root(), scratch)
+    assert [s.step for s in steps] == list(STEPS)
+    assert steps[0].ok is False and "model.patch" in steps[0].detail and "missing" in steps[0].detail
+    assert all(s.ok is None and s.detail == "skipped: rebase failed" for s in steps[1:])
+    assert not passed(steps)
+    assert project_state(project) == before
+    assert list(scratch.iterdir()) == [], "the throw-away copy and its cache are removed"
+
+
+def test_a_clean_candidate_is_rebased_and_applied_in_the_copy_only(project: Project, tmp_path: Path):
+    commit = commit_files(project.upstream, {"README.md": "upstream, later\n"}, "Docs")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    before = project_state(project)
+    steps = {s.step: s for s in vet(project.root, commit, None, settings(tmp_path), cache_root(), scratch)}
+    assert steps["rebase"].ok and steps["rebase"].detail == f"series moved to {commit[:12]}"
+    assert steps["apply"].ok and steps["apply"].detail == "applied (2 target(s))"
+    assert steps["apply-converges"].ok
+    assert steps["configs"].ok is False, "this project's overlay has no configs to load"
+    assert "no config under projects/configs" in steps["configs"].detail
+    assert steps["train"].ok is None
+    assert project_state(project) == before, "pin, patches, checkout and cache refs as they were"
+    assert list(scratch.iterdir()) == []
