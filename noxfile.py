@@ -248,4 +248,4 @@ def wheelhouse(session: nox.Session) -> None:
 @nox.session
 def gpu_check(session: nox.Session) -> None:
     """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
-    run_tool(session, ensure_hermetic_env(session), "gpukit", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "wheelhouse.gpu_check", *session.posargs)
