@@ -8,7 +8,7 @@ hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, s
   hash-pinned requirement locks and ``SHA256SUMS``
 - :mod:`.collect`            download (and build) the wheels of each env, write its lock
 - :mod:`.offline`            use a wheelhouse: verify it, seed the source-built wheels, point pip at it
-- :mod:`.kit`, :mod:`.kit_wheels`, :mod:`.kit_sources`  the GPU check kit (``gpu-kit/``): its folder,
+- :mod:`.kit_folder`, :mod:`.kit_wheels`, :mod:`.kit_sources`  the GPU check kit (``gpu-kit/``): its folder,
   parts and manifest; its wheels, a lock per Python; the project's files it runs, in one archive
 - :mod:`.gpu_check`          ``nox -s gpu_check``: make the kit here, then run it as a node does
 

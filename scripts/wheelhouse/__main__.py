@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                 took = time.monotonic() - started
                 print(f"{env}: {len(entries)} packages locked ({took:.0f} s)", flush=True)
         if "kit" in args.only:
-            from .kit import build_kit, kit_size
+            from .kit_folder import build_kit, kit_size
             from .kit_wheels import collect_kit
 
             started = time.monotonic()

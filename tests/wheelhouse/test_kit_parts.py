@@ -13,7 +13,7 @@ import pytest
 from gpukit.node import clean_pip_env
 from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
 from gpukit.steps import CheckError
-from wheelhouse.kit import install_runner, split
+from wheelhouse.kit_folder import install_runner, split
 from wheelhouse.kit_sources import source_archive, source_files
 
 REPO = Path(__file__).resolve().parents[2]
