@@ -19,7 +19,7 @@ from wheelhouse.kit_sources import source_archive, source_files
 REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
     "pyproject.toml",
-    "tests/gpu/test_gpu_loader.py",
+    "tests/gpu/test_loader_gpu.py",
     "tests/float_tolerance.py",
     "scripts/gpukit/plugin.py",
     "scripts/loaderbench/kit.py",
