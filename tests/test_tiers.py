@@ -86,22 +86,16 @@ def test_ci_accepts_only_the_gpu_tiers_no_cuda_device() -> None:
     assert not accepted_under_ci("upstream", "upstream tier skipped: the local upstream cache lacks x")
 
 
-SKIPS = """
-import pytest
-
-@pytest.mark.skip(reason="needs a tool a project step installs")
-def test_installable():
-    pass
-
-@pytest.mark.gpu
-def test_on_the_gpu():
-    pass
-"""
+SKIPS = {
+    "installable": 'import pytest\n\n@pytest.mark.skip(reason="needs a tool a project step installs")\n'
+    "def test_installable():\n    pass\n",
+    "gpu": "import pytest\n\n@pytest.mark.gpu\ndef test_on_the_gpu():\n    pass\n",
+}
 
 
-def run_pytest(tmp_path: Path, ci: str | None, select: str) -> subprocess.CompletedProcess:
-    """pytest with this conftest as a plugin on a file of SKIPS (``select``: a -k expression)."""
-    (tmp_path / "test_skips.py").write_text(SKIPS)
+def run_pytest(tmp_path: Path, ci: str | None, case: str) -> subprocess.CompletedProcess:
+    """pytest with this conftest as a plugin on the test file ``SKIPS[case]``."""
+    (tmp_path / "test_skips.py").write_text(SKIPS[case])
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PYTHONPATH"] = os.pathsep.join(str(REPO_ROOT / p) for p in ("tests", "scripts", "overlay"))
     if ci is not None:
@@ -115,7 +109,7 @@ def run_pytest(tmp_path: Path, ci: str | None, select: str) -> subprocess.Comple
         "--rootdir",
         str(tmp_path),
     ]
-    cmd += ["-p", "conftest", "-p", "no:cacheprovider", "-q", "-k", select, "test_skips.py"]
+    cmd += ["-p", "conftest", "-p", "no:cacheprovider", "-q", "test_skips.py"]
     return subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
@@ -132,6 +126,6 @@ def test_a_ci_run_fails_on_a_skip_it_does_not_accept_and_lists_every_skip(tmp_pa
 
 
 def test_a_ci_run_accepts_the_gpu_tier_without_a_device(tmp_path: Path) -> None:
-    done = run_pytest(tmp_path, "true", "on_the_gpu")  # skipped here (no device), or runs on a GPU host
+    done = run_pytest(tmp_path, "true", "gpu")  # skipped here (no device), or runs on a GPU host
     assert done.returncode == 0, done.stdout
     assert "not accepted" not in done.stdout
