@@ -1,4 +1,4 @@
-"""The test tiers: which one a test belongs to, why a tier cannot run here, and what CI accepts.
+"""The test tiers: which one a test belongs to, whether the GPU tier runs here, what CI accepts.
 
 Used by ``tests/conftest.py`` (the skips and the tier summary) and tested by ``tests/test_tiers.py``.
 A tier is chosen by its marker (``upstream``, ``stack``, ``gpu``; none: hermetic); a test file's
