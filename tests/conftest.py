@@ -1,24 +1,24 @@
 """Test tiers: hermetic (always), upstream (pins in the local cache), stack (OpenMMLab env), gpu.
 
 Tests of a tier whose prerequisites are missing are skipped with one line saying how to enable
-the tier; the end of the run prints which tiers ran.
+the tier; the end of the run prints which tiers ran and every skip with its reason. Under
+``CI=true`` a skip fails the run unless it is the GPU tier's "no CUDA device" (``tiers.py``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from overlaytool.cache import is_cached
 from overlaytool.targets import load_targets
+from tiers import TIERS, accepted_under_ci, cuda_devices, gpu_skip_reason, highest_tier, is_ci
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM_PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
-TIERS = ("upstream", "stack", "gpu")
 
 
 def _upstream_missing() -> str | None:
@@ -41,43 +41,71 @@ def _stack_missing() -> str | None:
     return None
 
 
-def _gpu_missing() -> str | None:
-    return None if shutil.which("nvidia-smi") else "gpu tier skipped: no NVIDIA GPU on this machine"
-
-
 TIER_OF: dict[str, str] = {}  # nodeid -> tier, filled at collection
+SKIPS: dict[str, str] = {}  # nodeid -> skip reason, filled as the tests report
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reasons = {"upstream": _upstream_missing(), "stack": _stack_missing(), "gpu": _gpu_missing()}
+    marks = {item.nodeid: [t for t in TIERS if item.get_closest_marker(t)] for item in items}
+    needed = {t for tiers in marks.values() for t in tiers}
+    reasons = {
+        "upstream": _upstream_missing() if "upstream" in needed else None,
+        "stack": _stack_missing() if "stack" in needed else None,
+        "gpu": gpu_skip_reason(*cuda_devices()) if "gpu" in needed else None,
+    }
     for item in items:
-        marked = [tier for tier in TIERS if item.get_closest_marker(tier)]
-        TIER_OF[item.nodeid] = next((t for t in ("gpu", "stack", "upstream") if t in marked), "hermetic")
-        for tier in marked:
+        TIER_OF[item.nodeid] = highest_tier(marks[item.nodeid])
+        for tier in marks[item.nodeid]:
             if reasons[tier]:
                 item.add_marker(pytest.mark.skip(reason=reasons[tier]))
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        SKIPS[report.nodeid] = reason.removeprefix("Skipped: ")
+
+
+def refused_skips() -> dict[str, str]:
+    """The skips of this run a CI run does not accept (nodeid -> reason); empty outside CI."""
+    if not is_ci(os.environ):
+        return {}
+    return {n: r for n, r in SKIPS.items() if not accepted_under_ci(TIER_OF.get(n, "hermetic"), r)}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if refused_skips() and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     counts: dict[str, Counter] = {}
-    reasons: dict[str, str] = {}
     for outcome in ("passed", "failed", "skipped", "error"):
         for report in terminalreporter.stats.get(outcome, []):
-            if not hasattr(report, "nodeid"):
-                continue
-            tier = TIER_OF.get(report.nodeid, "hermetic")
-            counts.setdefault(tier, Counter())[outcome] += 1
-            if outcome == "skipped" and isinstance(report.longrepr, tuple):
-                reasons.setdefault(tier, report.longrepr[2].removeprefix("Skipped: "))
+            if hasattr(report, "nodeid"):
+                counts.setdefault(TIER_OF.get(report.nodeid, "hermetic"), Counter())[outcome] += 1
     terminalreporter.section("test tiers")
     for tier in ("hermetic", *TIERS):
         c = counts.get(tier, Counter())
         failed = c["failed"] + c["error"]
-        passed, skipped = c["passed"], c["skipped"]
-        line = f"{tier:9s} ran {passed + failed} (passed {passed}, failed {failed}), skipped {skipped}"
-        if c["skipped"] and tier in reasons:
-            line += f" — {reasons[tier]}"
-        terminalreporter.write_line(line)
+        ran = f"ran {c['passed'] + failed} (passed {c['passed']}, failed {failed})"
+        terminalreporter.write_line(f"{tier:9s} {ran}, skipped {c['skipped']}")
+    by_reason: dict[str, list[str]] = {}
+    for nodeid, reason in sorted(SKIPS.items()):
+        by_reason.setdefault(reason, []).append(nodeid)
+    refused = refused_skips()
+    for reason, nodeids in by_reason.items():
+        verdict = " [not accepted under CI=true]" if nodeids[0] in refused else ""
+        terminalreporter.write_line(f"skipped {len(nodeids)}: {reason}{verdict}")
+        for nodeid in nodeids:
+            terminalreporter.write_line(f"    {nodeid}")
+    if refused:
+        terminalreporter.write_line(
+            f"CI=true: {len(refused)} skip(s) not accepted (a CI run accepts only the GPU tier's "
+            "`no CUDA device`; install or build what the reason names): the run fails",
+            red=True,
+        )
 
 
 @pytest.fixture(scope="session")

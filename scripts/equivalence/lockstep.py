@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .draw_replay import DrawReplayer, ReplayError
 from .original import original_dataset, original_loader
-from .replay import DrawReplayer, ReplayError
 
 
 @dataclass

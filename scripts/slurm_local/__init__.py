@@ -3,4 +3,5 @@
 - :mod:`.cluster`   ``LocalSlurm``: start munged, slurmctld and slurmd in a temp folder, stop them after
 - :mod:`.conf`      its ``slurm.conf``
 - :mod:`.programs`  the programs it needs: missing ones, whether it can start here, apt-get install
+- ``python -m slurm_local install``: that install (``nox -s tests`` runs it), or one line why not
 """

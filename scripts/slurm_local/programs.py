@@ -1,5 +1,5 @@
 """The SLURM and munge programs a local SLURM needs: which are missing, whether one can start here,
-installing them with apt-get, and where each one is."""
+installing them with apt-get (``python -m slurm_local install``), and where each one is."""
 
 from __future__ import annotations
 
@@ -22,24 +22,47 @@ def missing_programs() -> list[str]:
     return [p for p in (*DAEMONS, *CLIENTS) if not shutil.which(p, path=path)]
 
 
+def is_root() -> bool:
+    """Whether this process runs as root (a local SLURM and its install need it)."""
+    return os.name == "posix" and os.geteuid() == 0
+
+
 def why_not_startable() -> str | None:
     """None when a local SLURM can be started (programs installed, running as root), else why not."""
-    if os.name != "posix" or os.geteuid() != 0:
+    if not is_root():
         return "a local SLURM needs root (slurmd runs the tasks as their user)"
     missing = missing_programs()
-    if missing:
-        return f"not installed: {', '.join(missing)} (apt-get install {' '.join(APT_PACKAGES)})"
-    return None
-
-
-def install_with_apt() -> None:
-    """`apt-get update` once, then install slurm-wlm and munge (root, Debian/Ubuntu)."""
+    if not missing:
+        return None
     if not shutil.which("apt-get"):
+        how = f"no apt-get here: install {' and '.join(APT_PACKAGES)} with the system's packager"
+    else:
+        how = f"`nox -s tests` or `python -m slurm_local install` installs {' and '.join(APT_PACKAGES)}"
+    return f"not installed: {', '.join(missing)} ({how})"
+
+
+def ensure_installed(apt_get: str | None = None) -> None:
+    """Install slurm-wlm and munge with ``apt_get`` (default: the one on PATH; `update` first) when a
+    program is missing; SlurmUnavailable naming why when that cannot be done here (not root, no
+    apt-get, apt failed)."""
+    missing = missing_programs()
+    if not missing:
+        return
+    if not is_root():
+        raise SlurmUnavailable(f"not installed: {', '.join(missing)}, and installing them needs root")
+    apt_get = apt_get or shutil.which("apt-get")
+    if not apt_get or not os.access(apt_get, os.X_OK):
         raise SlurmUnavailable(f"no apt-get: install {', '.join(APT_PACKAGES)} with the system's packager")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES]
-    subprocess.run(install, check=True, env=env)
+    install = [apt_get, "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES]
+    for cmd in ([apt_get, "update", "-qq"], install):
+        done = subprocess.run(cmd, env=env)
+        if done.returncode != 0:
+            raise SlurmUnavailable(f"`{' '.join(cmd)}` failed (exit {done.returncode})")
+    if still := missing_programs():
+        raise SlurmUnavailable(
+            f"after installing {' '.join(APT_PACKAGES)}, still missing: {', '.join(still)}"
+        )
 
 
 def program_path(name: str) -> str:

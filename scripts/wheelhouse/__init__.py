@@ -4,9 +4,15 @@ Stdlib only. One folder holds every wheel the hermetic and the OpenMMLab env ins
 mmcv-full and mmdet3d wheels this project builds included, and the mmcv-full sdist), a
 hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, scripts/gpukit).
 
-- :mod:`.locks`    resolve from a folder with the index disabled, hash, write and check locks
-- :mod:`.collect`  download (and build) the wheels of each env, write its lock
-- :mod:`.offline`  use a wheelhouse: verify it, seed the source-built wheels, point pip at it
+- :mod:`.requirement_locks`  resolve from a folder with the index disabled, write and check the
+  hash-pinned requirement locks and ``SHA256SUMS``
+- :mod:`.collect`            download (and build) the wheels of each env, write its lock
+- :mod:`.offline`            use a wheelhouse: verify it, seed the source-built wheels, point pip at it
+- :mod:`.kit_folder`, :mod:`.kit_wheels`, :mod:`.kit_sources`  the GPU check kit (``gpu-kit/``): its folder,
+  parts and manifest; its wheels, a lock per Python; the project's files it runs, in one archive
+- :mod:`.gpu_check`          ``nox -s gpu_check``: make the kit here, then run it as a node does
+
+It imports the kit's node side (``gpukit``), which imports nothing of it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import WheelhouseError
 from .collect import ROOT, collect_env, collect_nox, collect_upstream
-from .locks import write_sums
+from .requirement_locks import write_sums
 
 PARTS = ("hermetic", "upstream", "nox", "kit")
 
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 took = time.monotonic() - started
                 print(f"{env}: {len(entries)} packages locked ({took:.0f} s)", flush=True)
         if "kit" in args.only:
-            from gpukit.build import build_kit, kit_size
-            from gpukit.kit_wheels import collect_kit
+            from .kit_folder import build_kit, kit_size
+            from .kit_wheels import collect_kit
 
             started = time.monotonic()
             versions = [v.strip() for v in args.kit_python.split(",") if v.strip()]

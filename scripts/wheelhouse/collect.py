@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
+from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_BUILT = "source-built.json"  # locks/: the wheels this project builds, and where their cache keeps them

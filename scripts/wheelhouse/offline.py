@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import WheelhouseError
 from .collect import SOURCE_BUILT
-from .locks import verify_sums
+from .requirement_locks import verify_sums
 
 ENV_VAR = "STREAMPETR_WHEELHOUSE"
 

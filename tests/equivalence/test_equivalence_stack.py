@@ -139,7 +139,7 @@ def test_comparator_catches_perturbations(batch_records, upstream, synthetic_dat
 
 def test_replay_refuses_draws_upstream_would_not_make(upstream) -> None:
     from dali_streampetr.augment import AugDraw
-    from equivalence.replay import ReplayError, ida_script, replaying
+    from equivalence.draw_replay import ReplayError, ida_script, replaying
     from projects.mmdet3d_plugin.datasets.pipelines.transform_3d import ResizeCropFlipRotImage
 
     conf = {"resize_lim": (0.38, 0.55), "final_dim": (256, 704), "bot_pct_lim": (0.0, 0.0),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dali_streampetr.placement import local_device_id, pipeline_device
 
 
-def test_gpu_loader_goes_to_local_rank(monkeypatch) -> None:
+def test_loader_gpu_goes_to_local_rank(monkeypatch) -> None:
     monkeypatch.setenv("LOCAL_RANK", "3")
     assert local_device_id("gpu") == 3
     assert local_device_id("cpu") is None

@@ -10,16 +10,16 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from gpukit.build import install_runner, split
 from gpukit.node import clean_pip_env
 from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
-from gpukit.sources import source_archive, source_files
 from gpukit.steps import CheckError
+from wheelhouse.kit_folder import install_runner, split
+from wheelhouse.kit_sources import source_archive, source_files
 
 REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
     "pyproject.toml",
-    "tests/gpu/test_gpu_loader.py",
+    "tests/gpu/test_loader_gpu.py",
     "tests/float_tolerance.py",
     "scripts/gpukit/plugin.py",
     "scripts/loaderbench/kit.py",

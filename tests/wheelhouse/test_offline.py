@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wheelhouse.locks import read_lock, read_pins
+from wheelhouse.requirement_locks import read_lock, read_pins
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from wheelhouse import WheelhouseError
-from wheelhouse.locks import write_sums
 from wheelhouse.offline import activate
+from wheelhouse.requirement_locks import write_sums
 
 
 def fake_wheelhouse(folder: Path) -> Path:

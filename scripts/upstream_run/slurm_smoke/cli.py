@@ -34,9 +34,9 @@ from slurm_local.programs import SlurmUnavailable
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
 from ..train import CHECKOUT
-from .cluster import slurm
 from .progress import SmokeError, say
-from .steps import evaluate, replicate, shard_with_signal_and_requeue
+from .runs import evaluate, replicate, shard_with_signal_and_requeue
+from .which_slurm import slurm
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -58,7 +58,9 @@ def test_second_apply_is_a_no_op(scratch: Path, capsys) -> None:
 def test_refresh_round_trip_is_byte_identical(scratch: Path) -> None:
     before = {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*") if p.is_file()}
     assert main(["--root", str(scratch), "refresh"]) == 0
-    assert {p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*") if p.is_file()} == before
+    assert {
+        p.relative_to(scratch): p.read_bytes() for p in (scratch / "patches").rglob("*") if p.is_file()
+    } == before
 
 
 def test_rebase_to_an_older_commit_and_back_is_lossless(scratch: Path, capsys) -> None:

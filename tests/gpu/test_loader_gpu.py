@@ -97,7 +97,7 @@ def test_loader_on_the_gpu_of_local_rank(
     synthetic_dataset: Path, cpu_batches, torch_cuda, monkeypatch
 ) -> None:
     """The device id the integration passes is LOCAL_RANK's (``local_device_id``; the stack test
-    tests/upstream/test_stack_dali_integration.py checks the integration uses it); the images land
+    tests/upstream/test_dali_integration_stack.py checks the integration uses it); the images land
     on that GPU, written on the caller's current stream (read back on that stream without a
     device-wide synchronisation)."""
     torch = torch_cuda

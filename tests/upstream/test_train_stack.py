@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_stack_plugin import REPO_ROOT, run_in_stack
+from stack_runs import REPO_ROOT, run_in_stack
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 ITERS = 2

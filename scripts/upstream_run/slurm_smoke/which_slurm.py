@@ -42,7 +42,7 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
     block (and stopped after it, also on failure)."""
     from slurm_local.cluster import LocalSlurm
-    from slurm_local.programs import missing_programs
+    from slurm_local.programs import ensure_installed
 
     if slurm_answers(dict(os.environ), partition):
         say(f"using the running SLURM (partition {partition})")
@@ -50,10 +50,8 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
         return
     if partition != "cpu":
         raise SmokeError(f"no SLURM answers for partition {partition}; a local one only has partition cpu")
-    if missing_programs() and install:
-        from slurm_local.programs import install_with_apt
-
-        install_with_apt()
+    if install:
+        ensure_installed()
     started = time.monotonic()
     with LocalSlurm() as local:
         say(f"started a local SLURM in {time.monotonic() - started:.0f} s")

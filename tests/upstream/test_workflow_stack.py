@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_stack_plugin import REPO_ROOT
+from stack_runs import REPO_ROOT
 from upstream_run.train import free_port
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]

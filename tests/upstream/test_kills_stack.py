@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_stack_long_runs import assert_same_stream, reference_stream, train
+from stack_runs import assert_same_stream, reference_stream, train
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
@@ -60,13 +60,24 @@ def killed_in_checkpoint_write(
     sys.path.insert(0, str(REPO_ROOT / "scripts"))
     from upstream_run.train import parse_args, train_command
 
-    opts = ["--loader", loader, "--config", "small", "--data-root", str(data_root), "--work-dir", str(work_dir)]
+    opts = [
+        "--loader",
+        loader,
+        "--config",
+        "small",
+        "--data-root",
+        str(data_root),
+        "--work-dir",
+        str(work_dir),
+    ]
     cmd = train_command(parse_args([*opts, *args]))
     driver = tmp / "torn_checkpoint_driver.py"
     driver.write_text(DRIVER)
     env = {**os.environ, "PYTHONPATH": str(CHECKOUT), "KILL_AT_CHECKPOINT": str(kill_at)}
     work_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([cmd[0], str(driver), *cmd[1:]], cwd=CHECKOUT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [cmd[0], str(driver), *cmd[1:]], cwd=CHECKOUT, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == -9, (proc.stdout + proc.stderr)[-4000:]
 
 
@@ -92,7 +103,9 @@ def test_the_pytorch_loader_run_killed_in_its_first_checkpoint_write_leaves_no_t
 ) -> None:
     """The atomic write is in runner.save_checkpoint, whichever loader trains."""
     work = tmp_path / "run"
-    killed_in_checkpoint_write(synthetic_dataset, work, tmp_path, 1, "--iters", "1", "--workers", "0", loader="torch")
+    killed_in_checkpoint_write(
+        synthetic_dataset, work, tmp_path, 1, "--iters", "1", "--workers", "0", loader="torch"
+    )
     assert checkpoint_files(work) == {".iter_1.pth.partial": "torn"}
 
 

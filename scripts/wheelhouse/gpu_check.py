@@ -1,31 +1,30 @@
-"""``python -m gpukit [--wheelhouse DIR] [--cuda 12|13] [--kit-python V,..] [runner options]``
-(``nox -s gpu_check``): make the kit in the wheelhouse (downloading what it lacks), then run it
-here as ``gpu_check.py`` runs on a node. "The node's torch" is this interpreter's (the hermetic
-env's CPU torch), or, on a machine with a GPU, the OpenMMLab env's CUDA torch when it sees the
-GPU (then the kit's DALI follows that torch's CUDA major unless ``--cuda`` says otherwise). The
-runner's options (``--quick``, ``--threads``, ``--work``, ``--python``, ...) pass through.
+"""``python -m wheelhouse.gpu_check [--wheelhouse DIR] [--cuda 12|13] [--kit-python V,..] [runner
+options]`` (``nox -s gpu_check``): make the kit in the wheelhouse (downloading what it lacks), then
+run it here as ``gpu_check.py`` runs on a node. "The node's torch" is this interpreter's (the
+hermetic env's CPU torch), or the OpenMMLab env's CUDA torch when it sees a GPU (then the kit's
+DALI follows that torch's CUDA major unless ``--cuda`` says otherwise). The runner's options
+(``--quick``, ``--threads``, ``--work``, ``--python``, ...) pass through.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from wheelhouse.__main__ import main as wheelhouse_main
+from gpukit.runner import main as runner_main
 
-from .runner import main as runner_main
-from .sources import ROOT
+from .__main__ import main as wheelhouse_main
+from .kit_sources import ROOT
 
 UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 
 
 def gpu_torch() -> tuple[str, str] | None:
-    """(python, CUDA major) of the OpenMMLab env when this machine has an NVIDIA GPU and that env's
-    torch sees it, else None."""
-    if not shutil.which("nvidia-smi") or not UPSTREAM_PYTHON.exists():
+    """(python, CUDA major) of the OpenMMLab env when that env's torch sees a CUDA device (asked,
+    not guessed from ``nvidia-smi`` on PATH), else None."""
+    if not UPSTREAM_PYTHON.exists():
         return None
     code = "import torch; print(torch.cuda.is_available(), (torch.version.cuda or '').split('.')[0])"
     proc = subprocess.run([str(UPSTREAM_PYTHON), "-c", code], capture_output=True, text=True)
@@ -36,7 +35,9 @@ def gpu_torch() -> tuple[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="gpukit", description=__doc__.split("\n\n")[0], add_help=False)
+    ap = argparse.ArgumentParser(
+        prog="wheelhouse.gpu_check", description=__doc__.split("\n\n")[0], add_help=False
+    )
     ap.add_argument("--wheelhouse", type=Path, default=ROOT / "out" / "wheelhouse")
     ap.add_argument("--cuda", default=None, help="CUDA major of the kit's DALI (12, or the GPU torch's)")
     ap.add_argument("--kit-python", default="3.11,3.12")

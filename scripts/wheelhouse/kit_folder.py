@@ -1,8 +1,8 @@
 """Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s wheelhouse``).
 
-The kit is ``gpu_check.py`` (:mod:`.launcher`) with the runner's modules in ``gpukit/`` (stdlib
+The kit is ``gpu_check.py`` (``gpukit.launcher``) with the runner's modules in ``gpukit/`` (stdlib
 only: :data:`RUNNER_MODULES`), ``manifest.json`` and ``parts/``: the kit's wheels and locks
-(:mod:`.kit_wheels`) and the project's sources the check runs (:mod:`.sources`), each file cut
+(:mod:`.kit_wheels`) and the project's sources the check runs (:mod:`.kit_sources`), each file cut
 into parts of at most ``max_part_bytes`` with the sha256 of every part and of every whole file, so
 the folder can travel over channels that limit file size.
 """
@@ -14,10 +14,11 @@ import os
 import shutil
 from pathlib import Path
 
-from wheelhouse.locks import Locked, sha256
+import gpukit
+from gpukit.parts import FORMAT, MANIFEST, sha256
 
-from .parts import FORMAT, MANIFEST
-from .sources import SOURCE_ARCHIVE, source_archive
+from .kit_sources import SOURCE_ARCHIVE, source_archive
+from .requirement_locks import Locked
 
 MiB = 2**20
 # What the kit runs before its venv exists: stdlib only, copied whole into <kit>/gpukit/.
@@ -68,7 +69,7 @@ def build_kit(out: Path, locks: dict[str, list[Locked]], cuda: int, max_part_byt
 
 def install_runner(kit: Path) -> Path:
     """``<kit>/gpu_check.py`` (the launcher) and the runner's modules under ``<kit>/gpukit/``."""
-    here = Path(__file__).resolve().parent
+    here = Path(gpukit.__file__).resolve().parent
     (kit / "gpukit").mkdir(parents=True, exist_ok=True)
     for name in RUNNER_MODULES:
         shutil.copy2(here / name, kit / "gpukit" / name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -12,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
+
+from gpukit.parts import sha256  # the one file hash: the kit's, which must run alone on a node
 
 from . import WheelhouseError
 
@@ -33,14 +34,6 @@ def normalise(name: str) -> str:
 def public_version(version: str) -> str:
     """The version without its local label (``2.13.0+cpu`` -> ``2.13.0``)."""
     return version.split("+", 1)[0]
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run_pip(python: str | Path, args: Sequence[object], what: str, env: dict[str, str] | None = None) -> str:

@@ -5,34 +5,10 @@ The code runs in the upstream env's python (a subprocess in the applied checkout
 
 from __future__ import annotations
 
-import os
-import subprocess
-import textwrap
-from pathlib import Path
-
 import pytest
+from stack_runs import run_in_stack
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
-PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 pytestmark = pytest.mark.stack
-
-# Makes `import flash_attn` fail whether or not it is installed.
-BLOCK_FLASH_ATTN = "import sys; sys.modules['flash_attn'] = None\n"
-
-
-def run_in_stack(code: str, timeout: float = 600) -> str:
-    """Run `code` with the upstream env's python in the checkout; return stdout, fail with stderr."""
-    proc = subprocess.run(
-        [str(PYTHON), "-c", BLOCK_FLASH_ATTN + textwrap.dedent(code)],
-        cwd=CHECKOUT,
-        env={**os.environ, "PYTHONPATH": str(CHECKOUT)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    return proc.stdout
 
 
 def test_plugin_imports_without_flash_attn() -> None:

@@ -16,65 +16,18 @@ Runs with the small (128x352) config and N=2 to keep the runs short.
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from stack_runs import assert_same_stream, reference_stream, train
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 SMALL_DALI = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 N = 2
-
-
-def train(data_root: Path, work_dir: Path, *args: str, ok: bool = True) -> str:
-    """`python -m upstream_run train --loader dali --config small ...`; stdout + stderr."""
-    cmd = [sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--config", "small"]
-    cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1500)
-    output = proc.stdout + proc.stderr
-    assert (proc.returncode == 0) == ok, output[-6000:]
-    return output
-
-
-def slot_logs(work_dir: Path) -> dict[int, list[dict]]:
-    sys.path.insert(0, str(REPO_ROOT / "scripts"))
-    from upstream_run.slots import read_logs
-
-    return read_logs(work_dir)
-
-
-def assert_same_stream(a: Path, b: Path, iters: int, ranks: int) -> None:
-    from upstream_run.slots import differences
-
-    logs_a, logs_b = slot_logs(a), slot_logs(b)
-    assert sorted(logs_a) == list(range(ranks))
-    assert all(len(records) == iters for records in logs_a.values()), {r: len(v) for r, v in logs_a.items()}
-    assert differences(logs_a, logs_b) == []
-
-
-def reference_stream(data_root: Path, out: Path, *, world_size: int, mode: str, iters: int) -> Path:
-    """The loader's uninterrupted stream for every rank (no model): the slot logs a straight run writes."""
-    sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.integration import build_dali_train_loader
-    from mmcv import Config
-
-    cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
-    cfg.data.train.data_root = f"{data_root}/"
-    cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
-    cfg.data_loading_config.replicate_dataset_per_gpu = mode == "replicate"
-    cfg.work_dir, cfg.seed = str(out), 0
-    for rank in range(world_size):
-        loader = build_dali_train_loader(cfg, rank=rank, world_size=world_size, device_id=None)
-        for _ in range(iters):
-            next(loader)
-        loader.close()
-    return out
 
 
 def test_one_process_resume_continues_the_exact_stream_and_validates(

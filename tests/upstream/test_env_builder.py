@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from upstream_env import EnvBuildError
 from upstream_env.build import digest
-from upstream_run.check_run import main as check_run_main
-from upstream_run.check_run import non_finite, summary
 from upstream_env.mmcv_wheel import _patch_std, cxx_std, flavour, want_cuda_ops
 from upstream_env.runlog import BuildLog, first_error
+from upstream_run.check_run import main as check_run_main
+from upstream_run.check_run import non_finite, summary
 from upstream_run.train import parse_args, train_command
 
 INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 from wheelhouse import WheelhouseError
-from wheelhouse.locks import Locked, check_pins, read_lock, read_pins, verify_sums, write_lock, write_sums
+from wheelhouse.requirement_locks import (
+    Locked,
+    check_pins,
+    read_lock,
+    read_pins,
+    verify_sums,
+    write_lock,
+    write_sums,
+)
 
 
 def wheel(folder: Path, name: str, body: bytes) -> Path:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from wheelhouse.locks import Locked, resolve, run_pip, write_lock
-
-from .sources import ROOT
+from .kit_sources import ROOT
+from .requirement_locks import Locked, resolve, run_pip, write_lock
 
 REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
 CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
