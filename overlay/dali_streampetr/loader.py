@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,9 @@ from .frames.records import Frame
 from .frames.store import load_frames
 from .pipeline.bad_images import BadImagePolicy
 from .pipeline.failure_cause import diagnose
-from .pipeline.graph import build_pipeline
+from .pipeline.graph import build_pipeline, build_within
 from .pipeline.placement import pipeline_device
 from .pipeline.source import ImageSource
-from .pipeline.start import build_within
 from .pipeline.watchdog import AssemblyError, PipelineWatchdog
 from .pipeline.workers import worker_processes
 from .resume import check_state, loader_state
@@ -239,8 +239,10 @@ def build_loader(
     logger: logging.Logger | None = None,
     **overrides: Any,
 ) -> DaliStreamLoader:
-    """Loader from a StreamPETR config (dict or mmcv Config). Rank / world size default to the
-    initialised ``torch.distributed`` group, else (0, 1). ``ann_file`` is the info pickle as given
+    """Loader from a StreamPETR config (dict or mmcv Config), or from the
+    :class:`~.config.settings.LoaderConfig` a caller read from it already (a config is read once per
+    loader). Rank / world size default to the initialised ``torch.distributed`` group, else (0, 1).
+    ``ann_file`` is the info pickle as given
     (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
     named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
     ``overrides``: ``data_loading_config`` keys."""
@@ -249,7 +251,11 @@ def build_loader(
         ready = dist.is_available() and dist.is_initialized()
         rank = dist.get_rank() if ready else 0
         world_size = dist.get_world_size() if ready else 1
+    if isinstance(config, LoaderConfig):
+        settings = replace(config, **overrides) if overrides else config
+    else:
+        settings = loader_config_from(config, **overrides)
     return DaliStreamLoader(
-        loader_config_from(config, **overrides), data_root, rank=rank, world_size=world_size, seed=seed,
+        settings, data_root, rank=rank, world_size=world_size, seed=seed,
         device_id=device_id, ann_file=ann_file, collate=collate, logger=logger,
     )  # fmt: skip

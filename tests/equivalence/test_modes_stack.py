@@ -188,11 +188,15 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     refused by name before anything is built; streaming configs are unaffected."""
     import torch.distributed as dist
     from dali_streampetr.config.modes import UnsupportedConfigError
-    from dali_streampetr.runner.distributed import require_distributed_for
+    from dali_streampetr.config.reader import loader_config_from
+    from dali_streampetr.runner.integration import require_distributed_for
     from equivalence.original import load_config
+
+    def mode(name: str):
+        return loader_config_from(load_config(name, synthetic_dataset)).mode
 
     assert not dist.is_initialized()
     for name in ("petrv1", "8key"):
         with pytest.raises(UnsupportedConfigError, match="launch distributed, also for one process"):
-            require_distributed_for(load_config(name, synthetic_dataset))
-    require_distributed_for(load_config("r50", synthetic_dataset))
+            require_distributed_for(mode(name))
+    require_distributed_for(mode("r50"))

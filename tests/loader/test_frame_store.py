@@ -22,7 +22,7 @@ from dali_streampetr.frames.records import Frame, read_frames
 from dali_streampetr.frames.store import load_frames, store_folder, store_key, store_path
 from dali_streampetr.frames.store_build import InfoFileChanged, build_store
 from dali_streampetr.loader import build_loader
-from dali_streampetr.sampling.frame_sets import labelled_frames, scene_ids
+from dali_streampetr.sampling.args import labelled_frames, scene_ids
 from loaderbench.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[2] / "overlay"

@@ -12,9 +12,7 @@ import pytest
 MMCV_SIDE = {
     "runner.mmdet_adapter",
     "runner.integration",
-    "runner.distributed",
     "runner.state_hook",
-    "runner.schedule_log",
     "runner.requeue",
 }
 MODULES = sorted(

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.sampling.sequences import group_flags, prev_exists
+from dali_streampetr.sampling.base import group_flags, prev_exists
 from dali_streampetr.sampling.stream import StreamSampler
 
 

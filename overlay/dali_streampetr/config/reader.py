@@ -39,6 +39,24 @@ def _aug_config(ida: Mapping, grst: Mapping) -> AugConfig:
     return AugConfig(**kwargs)
 
 
+def _knobs(cfg: Any) -> dict[str, Any]:
+    """The ``data_loading_config`` block; an unknown key is refused by name."""
+    dlc = _get(cfg, "data_loading_config", {}) or {}
+    unknown = set(dlc) - set(DALI_KNOBS)
+    if unknown:
+        raise ConfigValueError(
+            f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})"
+        )
+    return {k: dlc[k] for k in DALI_KNOBS if k in dlc}
+
+
+def knobs_from(cfg: Any) -> LoaderConfig:
+    """The ``data_loading_config`` block alone, checked as :func:`loader_config_from` checks it (the
+    other settings at their defaults): for a caller that needs a knob before the whole config is read
+    (the DALI device of the process's distributed arguments)."""
+    return LoaderConfig(**_knobs(cfg))
+
+
 def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     """Read ``ida_aug_conf``, ``img_norm_cfg``, ``point_cloud_range``, ``class_names``,
     ``data.samples_per_gpu``, the dataset keys of ``data.train`` (the training mode:
@@ -68,13 +86,7 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     kwargs["seq_split_num"] = dataset_values(train)["seq_split_num"]
     if _get(train, "ann_file"):
         kwargs["ann_file"] = str(_get(train, "ann_file"))
-    dlc = _get(cfg, "data_loading_config", {}) or {}
-    unknown = set(dlc) - set(DALI_KNOBS)
-    if unknown:
-        raise ConfigValueError(
-            f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})"
-        )
-    kwargs.update({k: dlc[k] for k in DALI_KNOBS if k in dlc})
+    kwargs.update(_knobs(cfg))
     known = {f.name for f in fields(LoaderConfig)}
     bad = set(overrides) - known
     if bad:

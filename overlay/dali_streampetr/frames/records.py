@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import path_resolver
+from .image_paths import path_resolver
 from .info_schema import InfoSchemaError, validate_infos
 from .unpickle import read_pickle_file
 

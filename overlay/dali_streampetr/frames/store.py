@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .columns import FrameStore, PathResolver, path_resolver
+from .image_paths import PathResolver, path_resolver
 from .info_schema import InfoSchemaError
 from .store_file import StoreDamaged, open_store
+from .store_view import FrameStore
 
 STORE_FORMAT = 1
 FOLDER_ENV = "STREAMPETR_DALI_FRAME_STORES"

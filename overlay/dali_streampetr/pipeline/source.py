@@ -13,7 +13,7 @@ from ..batch.wire import annotation_records, geometry_rows
 from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
 from .image_files import BadImageError, black_jpeg, check_same_size, image_size
-from .lifeline import watch_owner
+from .workers import watch_owner
 
 
 class ImageSource:

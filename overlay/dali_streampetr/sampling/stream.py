@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import SamplerBase
-from .sequences import prev_exists
+from .base import SamplerBase, prev_exists
 
 
 class _GroupStream:
