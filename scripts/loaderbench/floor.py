@@ -25,7 +25,7 @@ from .runcase import RESULT_TAG
 
 def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np.ndarray], ...]]:
     """``(jpegs, decode_starts, decode_shapes)`` of the loader's first ``count`` iterations."""
-    from dali_streampetr.batch.image_params import DECODE_SHAPE, DECODE_START
+    from dali_streampetr.batch.wire import DECODE_SHAPE, DECODE_START
     from dali_streampetr.config.reader import loader_config_from
     from dali_streampetr.loader import DaliStreamLoader
     from dali_streampetr.pipeline.source import ImageSource

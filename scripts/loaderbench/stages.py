@@ -28,7 +28,7 @@ STAGES = ("decode-full", "decode-roi", "+resize", "+pad", "+normalise", "naive")
 
 def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.ndarray], ...]]]:
     """The loader config and, per iteration, the external-source outputs + naive resize/crop params."""
-    from dali_streampetr.batch.image_params import (
+    from dali_streampetr.batch.wire import (
         DECODE_SHAPE,
         DECODE_START,
         FLIP,

@@ -63,9 +63,9 @@ def grey_level_diff(a, b) -> tuple[float, float]:
 
 
 def assert_same_targets(batch: dict, ref: dict, torch) -> None:
-    from dali_streampetr.config.modes import COLLECT_KEYS
+    from dali_streampetr.batch.schema import GEOMETRY_KEYS
 
-    for key in COLLECT_KEYS:
+    for key in GEOMETRY_KEYS:
         assert torch.equal(batch[key], ref[key]), key
     for got, want in zip(batch["gt_bboxes_3d"], ref["gt_bboxes_3d"], strict=True):
         assert torch.equal(got[0], want[0])

@@ -9,14 +9,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config.modes import COLLECT_KEYS
 from ..config.settings import LoaderConfig
 from ..frames.records import Frame
-from .image_params import GEOMETRY, INFO
-from .wire import read_record, split_geometry
-
-PER_FRAME_KEYS = ("gt_bboxes_3d", "gt_labels_3d")  # one tensor per frame
-PER_CAMERA_KEYS = ("gt_bboxes", "gt_labels", "centers2d", "depths")  # one tensor per camera of a frame
+from .schema import GEOMETRY_KEYS, META_FIELDS, PER_CAMERA_KEYS, PER_FRAME_KEYS
+from .wire import read_record, read_rows
 
 
 def img_meta(
@@ -26,7 +22,7 @@ def img_meta(
     ``source_size`` is the (height, width) of its images as read."""
     n = len(frame.cam_names)
     fH, fW = cfg.aug.final_dim
-    return {
+    meta = {
         "filename": list(frame.data_paths),
         "ori_shape": (*source_size, 3, n),
         "img_shape": [(fH, fW, 3)] * n,
@@ -39,6 +35,7 @@ def img_meta(
         },
         "scene_token": frame.scene_token,
     }
+    return {k: meta[k] for k in META_FIELDS}  # in the schema's order
 
 
 def images_to_torch(dense: Any, device_id: int | None) -> torch.Tensor:
@@ -78,14 +75,12 @@ class BatchAssembler:
             raise RuntimeError(f"the pipeline delivered iteration {got} as iteration {iteration}")
         samples = [plans[b * T : (b + 1) * T] for b in range(B)]
         img = images.as_tensor()
-        rows = np.asarray(rows.as_tensor())
-        info = rows[:, INFO].astype(np.int64).reshape(F, N, 3)  # per image: source height, width, ok
-        collect = split_geometry(rows[:, GEOMETRY], F, N)
+        info, collect = read_rows(np.asarray(rows.as_tensor()), F, N)  # per image: source H, W, ok
         batch: dict[str, Any] = {"img": img}
         batch["prev_exists"] = torch.tensor(
             [[float(p["prev_exists"]) for p in sample] for sample in samples], dtype=torch.float32
         )
-        for key in COLLECT_KEYS:
+        for key in GEOMETRY_KEYS:
             batch[key] = torch.from_numpy(collect[key].reshape(B, T, *collect[key].shape[2:]))
         for key in PER_FRAME_KEYS:
             batch[key] = [[torch.from_numpy(p[key]) for p in sample] for sample in samples]

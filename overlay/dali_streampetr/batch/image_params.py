@@ -1,22 +1,12 @@
-"""Where each camera image is decoded and resampled, and the external source's per-image parameter
-row that carries it (with the source size and the image's geometry) to the DALI graph."""
+"""Where each camera image is decoded and resampled (the parameter row that carries it to the DALI
+graph is :mod:`.wire`'s)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..sampling.augment import AugDraw
-from .wire import GEOMETRY_WIDTH
-
-# The external source's per-image parameter row (float64 holds every int32 and float32 value
-# exactly): where to decode and resample, the source image's [H, W, ok], then its geometry row
-# (:mod:`.wire`). One row instead of eight small arrays keeps the per-batch hand-over to DALI short.
-DECODE_START, DECODE_SHAPE, ROI_START, ROI_END, OUT_SIZE = (slice(i, i + 2) for i in range(0, 10, 2))
-FLIP, INFO, GEOMETRY = 10, slice(11, 14), slice(14, 14 + GEOMETRY_WIDTH)
-ROW_WIDTH = 14 + GEOMETRY_WIDTH
 
 
 @dataclass(frozen=True)
@@ -57,15 +47,3 @@ def image_params(
         out_size=(float(rows), float(cols)),
         flip=draw.flip,
     )
-
-
-def param_row(params: ImageParams, size: tuple[int, int], ok: bool, geometry: np.ndarray) -> np.ndarray:
-    """One image's parameter row: ``params``, the source ``size`` (H, W), whether it was readable
-    (``ok``) and its geometry row (:func:`.wire.geometry_rows`)."""
-    row = np.empty(ROW_WIDTH, dtype=np.float64)
-    row[DECODE_START], row[DECODE_SHAPE] = params.decode_start, params.decode_shape
-    row[ROI_START] = np.array(params.roi_start, dtype=np.float32)
-    row[ROI_END] = np.array(params.roi_end, dtype=np.float32)
-    row[OUT_SIZE] = np.array(params.out_size, dtype=np.float32)
-    row[FLIP], row[INFO], row[GEOMETRY] = params.flip, (*size, ok), geometry
-    return row

@@ -1,14 +1,19 @@
-"""The per-frame training targets as extra DALI outputs: computed in the external-source worker
-process, handed to the training thread ready to wrap.
+"""The wire format: what travels through DALI beside each camera image's encoded bytes, written in
+the external source (its worker process) and read back on the loader's side. The one place that
+knows the layout; the external source, the DALI graph and the batch assembly use its names.
 
-Two things per camera image travel beside the pixels through DALI (the external source is per
-image, so a sample's own values sit in its cameras' slots):
+Two things per camera image (the external source is per image, so a sample's own values sit in its
+cameras' slots):
 
-- ``geometry``: float64 ``(GEOMETRY_WIDTH,)`` per image, fixed shape (part of the pipeline's
-  parameter row, :data:`..pipeline.graph.GEOMETRY`): ``lidar2img``, ``intrinsics``, ``extrinsics`` of that
-  camera, the sample's ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's
-  ``img_timestamp`` and the sample's ``timestamp``. The matrices are float32 values, which float64
-  holds exactly, so the round trip is bit for bit.
+- the parameter row: float64 ``(ROW_WIDTH,)`` per image, fixed shape (float64 holds every int32 and
+  float32 value exactly; one row instead of eight small arrays keeps the per-batch hand-over to DALI
+  short). Its fields, as slices of the row: where to decode and resample (``DECODE_START``,
+  ``DECODE_SHAPE`` int32 (y, x) / (h, w); ``ROI_START``, ``ROI_END``, ``OUT_SIZE`` float32;
+  ``FLIP`` 0/1: :class:`.image_params.ImageParams`), ``INFO`` the source image's (H, W, ok), then
+  ``GEOMETRY``: ``lidar2img``, ``intrinsics``, ``extrinsics`` of that camera, the sample's
+  ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's ``img_timestamp`` and
+  the sample's ``timestamp``. The matrices are float32 values, which float64 holds exactly, so the
+  round trip is bit for bit.
 - ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
   (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
   camera, empty in the other slots. The record keeps every array's dtype and shape as
@@ -25,12 +30,21 @@ from typing import Any
 
 import numpy as np
 
+from .image_params import ImageParams
+from .schema import ANNOTATION_KEYS
+
 MATRIX_KEYS = ("lidar2img", "intrinsics", "extrinsics")  # per camera, (N, 4, 4)
 POSE_KEYS = ("ego_pose", "ego_pose_inv")  # per sample, (4, 4)
-ANNOTATION_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
 _IMG_TS = 16 * (len(MATRIX_KEYS) + len(POSE_KEYS))
 GEOMETRY_WIDTH = _IMG_TS + 2  # + img_timestamp, timestamp
 _EMPTY = np.zeros(0, dtype=np.uint8)
+
+# the parameter row's fields (see the module doc)
+DECODE_START, DECODE_SHAPE, ROI_START, ROI_END, OUT_SIZE = (slice(i, i + 2) for i in range(0, 10, 2))
+FLIP: int = 10
+INFO = slice(11, 14)
+GEOMETRY = slice(14, 14 + GEOMETRY_WIDTH)
+ROW_WIDTH: int = 14 + GEOMETRY_WIDTH
 
 
 def geometry_rows(targets: dict[str, Any]) -> np.ndarray:
@@ -51,6 +65,27 @@ def annotation_records(targets: dict[str, Any], n_cams: int, plan: dict[str, Any
     iteration, frame index, ``prev_exists`` and draw it was made for), then empty arrays."""
     record = pickle.dumps({**plan, **{k: targets[k] for k in ANNOTATION_KEYS}}, protocol=4)
     return [np.frombuffer(record, dtype=np.uint8), *([_EMPTY] * (n_cams - 1))]
+
+
+def param_row(params: ImageParams, size: tuple[int, int], ok: bool, geometry: np.ndarray) -> np.ndarray:
+    """One image's parameter row: ``params``, the source ``size`` (H, W), whether it was readable
+    (``ok``) and its geometry row (:func:`geometry_rows`)."""
+    row = np.empty(ROW_WIDTH, dtype=np.float64)
+    row[DECODE_START], row[DECODE_SHAPE] = params.decode_start, params.decode_shape
+    row[ROI_START] = np.array(params.roi_start, dtype=np.float32)
+    row[ROI_END] = np.array(params.roi_end, dtype=np.float32)
+    row[OUT_SIZE] = np.array(params.out_size, dtype=np.float32)
+    row[FLIP], row[INFO], row[GEOMETRY] = params.flip, (*size, ok), geometry
+    return row
+
+
+def read_rows(rows: np.ndarray, frames: int, n_cams: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The (frames * n_cams, ROW_WIDTH) parameter rows of one iteration, read back: int64
+    ``(frames, n_cams, 3)`` source height, width and ok per image, and :func:`split_geometry`."""
+    if rows.shape != (frames * n_cams, ROW_WIDTH):
+        raise ValueError(f"parameter rows {rows.shape}, expected {(frames * n_cams, ROW_WIDTH)}")
+    info = rows[:, INFO].astype(np.int64).reshape(frames, n_cams, 3)
+    return info, split_geometry(rows[:, GEOMETRY], frames, n_cams)
 
 
 def split_geometry(rows: np.ndarray, batch: int, n_cams: int) -> dict[str, np.ndarray]:

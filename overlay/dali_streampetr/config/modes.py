@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..batch.schema import STACKED_KEYS
 from .checks import ConfigValueError, is_bool, is_int
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
@@ -28,16 +29,8 @@ DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
 GROUP_SAMPLER = "DistributedGroupSampler"
 ITER_RUNNER, EPOCH_RUNNER = "IterBasedRunner", "EpochBasedRunner"
-COLLECT_KEYS = (
-    "lidar2img",
-    "intrinsics",
-    "extrinsics",
-    "timestamp",
-    "img_timestamp",
-    "ego_pose",
-    "ego_pose_inv",
-)
-DATASET_COLLECT_KEYS = frozenset({*COLLECT_KEYS, "img", "prev_exists", "img_metas"})
+# the dataset's collect_keys: the keys union2one stacks over the queue, and img_metas
+DATASET_COLLECT_KEYS = frozenset({*STACKED_KEYS, "img_metas"})
 
 # CustomNuScenesDataset / NuScenesDataset / Custom3DDataset defaults (the pins).
 UPSTREAM_DEFAULTS: dict[str, Any] = {

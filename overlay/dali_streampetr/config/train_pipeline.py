@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .modes import COLLECT_KEYS, refuse
+from ..batch.schema import COLLECT3D_KEYS, COLLECT3D_META_KEYS, GEOMETRY_KEYS
+from .modes import refuse
 from .settings import GRST_KEYS, IDA_KEYS, LoaderConfig
 
 STEPS = (
@@ -25,31 +26,6 @@ STEPS = (
     "PadMultiViewImage",
     "PETRFormatBundle3D",
     "Collect3D",
-)
-COLLECT3D_KEYS = (
-    "gt_bboxes_3d",
-    "gt_labels_3d",
-    "img",
-    "gt_bboxes",
-    "gt_labels",
-    "centers2d",
-    "depths",
-    "prev_exists",
-    *COLLECT_KEYS,
-)
-META_KEYS = (
-    "filename",
-    "ori_shape",
-    "img_shape",
-    "pad_shape",
-    "scale_factor",
-    "flip",
-    "box_mode_3d",
-    "box_type_3d",
-    "img_norm_cfg",
-    "scene_token",
-    "gt_bboxes_3d",
-    "gt_labels_3d",
 )
 _ANN_FIXED = {
     "with_bbox_3d": True,
@@ -121,9 +97,9 @@ def expected_values(cfg: LoaderConfig) -> dict[str, Any]:
         "std": cfg.std,
         "to_rgb": cfg.to_rgb,
         "size_divisor": cfg.size_divisor,
-        "collect_keys": (*COLLECT_KEYS, "prev_exists"),
+        "collect_keys": (*GEOMETRY_KEYS, "prev_exists"),
         "keys": COLLECT3D_KEYS,
-        "meta_keys": META_KEYS,
+        "meta_keys": COLLECT3D_META_KEYS,
     }
 
 

@@ -8,8 +8,8 @@ import os
 import numpy as np
 
 from ..batch.frame_targets import frame_targets
-from ..batch.image_params import image_params, param_row
-from ..batch.wire import annotation_records, geometry_rows
+from ..batch.image_params import image_params
+from ..batch.wire import annotation_records, geometry_rows, param_row
 from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
 from .image_files import BadImageError, black_jpeg, check_same_size, image_size

@@ -11,16 +11,10 @@ from mmcv.parallel import DataContainer
 from mmdet.utils import get_root_logger
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
-from ..batch.schema import STACKED_KEYS
-from ..config.modes import COLLECT_KEYS
+from ..batch.schema import COLLATED_KEYS, META_ORDER, STACKED_KEYS
 from ..loader import Collate, DaliStreamLoader, build_loader
 
-# Collect3D puts img_metas first, then its ``keys`` (train pipeline + collect_keys) in order.
-ANNOTATION_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "img", "gt_bboxes", "gt_labels", "centers2d", "depths")
-KEY_ORDER = ("img_metas", *ANNOTATION_KEYS, "prev_exists", *COLLECT_KEYS)
 STACKED = set(STACKED_KEYS)
-META_ORDER = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "box_mode_3d", "box_type_3d",
-              "img_norm_cfg", "scene_token")  # fmt: skip
 
 
 def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
@@ -32,14 +26,17 @@ def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
     for b, frames in enumerate(batch["img_metas"]):
         per_frame = []
         for t, meta in enumerate(frames):
-            full = {**meta, "box_mode_3d": Box3DMode.LIDAR, "box_type_3d": LiDARInstance3DBoxes}
-            full = {k: full[k] for k in META_ORDER}
-            full["gt_bboxes_3d"] = DataContainer(boxes[b][t], cpu_only=True)
-            full["gt_labels_3d"] = DataContainer(batch["gt_labels_3d"][b][t])
-            per_frame.append(full)
+            full = {
+                **meta,
+                "box_mode_3d": Box3DMode.LIDAR,
+                "box_type_3d": LiDARInstance3DBoxes,
+                "gt_bboxes_3d": DataContainer(boxes[b][t], cpu_only=True),
+                "gt_labels_3d": DataContainer(batch["gt_labels_3d"][b][t]),
+            }
+            per_frame.append({k: full[k] for k in META_ORDER})  # Collect3D's order
         metas.append(per_frame)
     out: dict[str, DataContainer] = {}
-    for key in KEY_ORDER:
+    for key in COLLATED_KEYS:  # Collect3D's order: img_metas, then its keys
         if key in STACKED:
             out[key] = DataContainer([batch[key]], stack=True, padding_value=0)
         elif key == "img_metas":
