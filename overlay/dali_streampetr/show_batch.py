@@ -12,6 +12,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from .batch.transforms import box_corners, project
+from .frames.store_file import write_atomic
 from .loader import DaliStreamLoader, build_loader
 
 EDGES = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5), (2, 6), (3, 7)]
@@ -99,7 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         busiest = max(range(len(batch["gt_bboxes_3d"])), key=lambda b: len(batch["gt_bboxes_3d"][b][0]))
-        render(batch, loader, sample=busiest).save(out)
+        image = render(batch, loader, sample=busiest)
+        kind = Image.registered_extensions().get(out.suffix.lower(), "PNG")  # as save(out) picks it
+        write_atomic(out, lambda f: image.save(f, format=kind))
     print(f"wrote {out}")
 
 

@@ -2,9 +2,9 @@
 
 Layout: ``MAGIC``, the header length (8 bytes, little endian), a JSON header (the caller's ``key``
 and ``meta``, every array's dtype, shape and offset, the data size and its SHA-256), zero padding to
-``ALIGN``, then the arrays, each starting on an ``ALIGN`` boundary. :func:`write_store` writes a
-temporary file in the target's folder, fsyncs it, renames it over the target and fsyncs the folder:
-a reader sees the old file, the new one or none, never a part. :func:`open_store` checks magic,
+``ALIGN``, then the arrays, each starting on an ``ALIGN`` boundary. :func:`write_store` writes it
+with :func:`write_atomic`, the package's one atomic writer: a reader sees the old file, the new one
+or none, never a part. :func:`open_store` checks magic,
 header, key, size and checksum before it maps anything: a file that fails is :class:`StoreDamaged`.
 """
 
@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -36,6 +36,32 @@ def _layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], int]:
     return entries, offset
 
 
+def write_atomic(
+    path: Path, write: Callable[[BinaryIO], None], checkpoint: Callable[[str], None] = lambda step: None
+) -> None:
+    """``write(f)`` into a temporary file in ``path``'s folder, fsync it, rename it over ``path`` and
+    fsync the folder (``checkpoint("written")`` before the rename, ``("published")`` after).
+
+    The tooling has its own writer (``scripts/overlaytool/files.py``): this package is copied into
+    the upstream checkout without the tooling and must import in training processes that lack it."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        checkpoint("written")
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        checkpoint("published")
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_store(
     path: Path,
     arrays: Mapping[str, np.ndarray],
@@ -49,30 +75,19 @@ def write_store(
     fields = {"key": dict(key), "meta": dict(meta), "arrays": entries, "data_bytes": size}
     start = _data_start(len(_header_bytes(fields, "0" * 64)))  # the checksum has a fixed length
     digest = hashlib.sha256()
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with tmp.open("wb") as f:
-            f.seek(start)
-            for name, arr in arrays.items():
-                data = np.ascontiguousarray(arr).tobytes()
-                data += b"\0" * (-len(data) % ALIGN)
-                digest.update(data)
-                f.write(data)
-                checkpoint(f"frame-store:{name}")
-            f.seek(0)
-            f.write(_header_bytes(fields, digest.hexdigest()))
-            f.flush()
-            os.fsync(f.fileno())
-        checkpoint("frame-store:written")
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        checkpoint("frame-store:published")
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    def write(f: BinaryIO) -> None:
+        f.seek(start)
+        for name, arr in arrays.items():
+            data = np.ascontiguousarray(arr).tobytes()
+            data += b"\0" * (-len(data) % ALIGN)
+            digest.update(data)
+            f.write(data)
+            checkpoint(f"frame-store:{name}")
+        f.seek(0)
+        f.write(_header_bytes(fields, digest.hexdigest()))
+
+    write_atomic(path, write, lambda step: checkpoint(f"frame-store:{step}"))
 
 
 def _header_bytes(fields: Mapping[str, Any], sha256: str) -> bytes:
