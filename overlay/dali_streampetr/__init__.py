@@ -32,7 +32,7 @@ _EXPORTS = {
     "WorkerDiedError": "pipeline.errors",
     "PipelineStalledError": "pipeline.errors",
     "PipelineStartError": "pipeline.errors",
-    "TooManyBadImagesError": "pipeline.bad_images",
+    "TooManyBadImagesError": "pipeline.failures",
     "LoaderStateMismatch": "resume",
     "build_mmdet_loader": "runner.mmdet_adapter",
     "build_dali_train_loader": "runner.integration",

@@ -1,6 +1,6 @@
 """The DALI training loader: the DataLoader protocol around a pipeline it builds, runs one batch
 ahead, rebuilds after a failure and closes (batches: :mod:`.batch.assembly`; faults:
-:mod:`.pipeline.failure_cause`, :mod:`.pipeline.bad_images`; resume: :mod:`.resume`)."""
+:mod:`.pipeline.failures`; resume: :mod:`.resume`)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from .config.reader import loader_config_from
 from .config.settings import LoaderConfig
 from .frames.records import Frame
 from .frames.store import load_frames
-from .pipeline.bad_images import BadImagePolicy
-from .pipeline.failure_cause import diagnose
+from .pipeline.failures import BadImagePolicy, diagnose
 from .pipeline.graph import build_pipeline, build_within
 from .pipeline.placement import pipeline_device
 from .pipeline.source import ImageSource
@@ -220,7 +219,7 @@ class DaliStreamLoader:
         self.iteration = int(state["iteration"])
 
     def _diagnose(self, exc: Exception) -> Exception:
-        """:func:`.pipeline.failure_cause.diagnose` over this and the prefetched iterations' frames."""
+        """:func:`.pipeline.failures.diagnose` over this and the prefetched iterations' frames."""
         iterations = range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1)
         planned = (p.index for i in iterations for p in self.planner.plan(i))
         return diagnose(exc, self.frames, planned, self.iteration)

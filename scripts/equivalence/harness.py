@@ -22,7 +22,7 @@ def pad_threshold(loader_cfg: Any) -> float:
 
 def draw_cases(loader_cfg: Any, seed: int, batches: int, batch_size: int) -> set[tuple[bool, bool]]:
     """The (flip, padded) combinations among the DALI draws of the first ``batches`` iterations."""
-    from dali_streampetr.sampling.augment import frame_draw
+    from dali_streampetr.sampling.plan import frame_draw
 
     fW = loader_cfg.aug.final_dim[1]
     draws = [frame_draw(loader_cfg.aug, seed, 0, it, s) for it in range(batches) for s in range(batch_size)]

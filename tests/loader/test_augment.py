@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from dali_streampetr.config.settings import AugConfig
-from dali_streampetr.sampling.augment import draw_seed, frame_draw
+from dali_streampetr.sampling.plan import draw_seed, frame_draw
 
 AUG = AugConfig()
 

@@ -17,10 +17,9 @@ import pytest
 import torch
 from conftest import tiny_config
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.bad_images import TooManyBadImagesError
 from dali_streampetr.pipeline.errors import PipelineStalledError, WorkerDiedError
-from dali_streampetr.pipeline.failure_cause import UndecodableImageError, diagnose
-from dali_streampetr.pipeline.image_files import BadImageError, ImageSizeError
+from dali_streampetr.pipeline.failures import TooManyBadImagesError, UndecodableImageError, diagnose
+from dali_streampetr.pipeline.source import BadImageError, ImageSizeError
 from float_tolerance import float_atol
 from PIL import Image
 

@@ -13,7 +13,7 @@ from dali_streampetr.batch.transforms import (
     project,
     transform_boxes2d,
 )
-from dali_streampetr.sampling.augment import AugDraw
+from dali_streampetr.sampling.plan import AugDraw
 from float_tolerance import float_atol, product_scale, projection_atol
 
 FINAL = (256, 704)

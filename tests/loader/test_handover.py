@@ -16,8 +16,8 @@ import pytest
 import torch
 from conftest import tiny_config
 from dali_streampetr.batch.assembly import BatchAssembler
-from dali_streampetr.batch.frame_targets import frame_targets
 from dali_streampetr.batch.schema import GEOMETRY_KEYS, LIST_KEYS
+from dali_streampetr.batch.transforms import frame_targets
 from dali_streampetr.batch.wire import (
     GEOMETRY_WIDTH,
     annotation_records,

@@ -105,7 +105,7 @@ def test_flip_mirrors_the_camera_matrix(tiny_root):
         frame = loader.frames[plan.index]
     from dataclasses import replace
 
-    from dali_streampetr.batch.frame_targets import frame_targets
+    from dali_streampetr.batch.transforms import frame_targets
 
     a = frame_targets(frame, replace(plan.draw, flip=False), loader.cfg)
     b = frame_targets(frame, replace(plan.draw, flip=True), loader.cfg)

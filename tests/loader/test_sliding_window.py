@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.batch.frame_targets import frame_targets
+from dali_streampetr.batch.transforms import frame_targets
 from dali_streampetr.config.modes import SLIDING_WINDOW
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.queues import choose_queue, window

@@ -1,4 +1,7 @@
-"""The geometry of upstream's training transforms (numpy, and torch where upstream rounds in float32).
+"""Upstream's training transforms on one frame: the training targets (everything but the pixels,
+:func:`frame_targets`), their geometry (numpy, and torch where upstream rounds in float32), and where
+each camera image is decoded and resampled (:func:`image_params`; the parameter row that carries it
+to the DALI graph is :mod:`.wire`'s).
 
 Boxes are (N, 9) arrays ``x, y, z (bottom centre), dx, dy, dz, yaw, vx, vy`` like mmdet3d's
 ``LiDARInstance3DBoxes``; camera matrices are (6, 4, 4).
@@ -6,10 +9,15 @@ Boxes are (N, 9) arrays ``x, y, z (bottom centre), dx, dy, dz, yaw, vx, vy`` lik
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from ..sampling.augment import AugDraw
+from ..config.settings import LoaderConfig
+from ..frames.records import Frame
+from ..sampling.plan import AugDraw
 
 
 def ida_matrix(draw: AugDraw) -> np.ndarray:
@@ -176,3 +184,78 @@ def project(lidar2img: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.n
     hom = np.concatenate([points, np.ones(points.shape[:-1] + (1,))], -1) @ lidar2img.T
     depth = hom[..., 2]
     return hom[..., :2] / np.maximum(depth, 1e-6)[..., None], depth
+
+
+def frame_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
+    """Everything but the pixels for one frame, as upstream's train pipeline produces it:
+    ObjectRangeFilter, ObjectNameFilter, ResizeCropFlipRotImage (matrices + 2D labels),
+    GlobalRotScaleTransImage. Matrices float32, timestamps float64."""
+    aug = cfg.aug
+    boxes, labels = filter_objects(
+        frame.gt_boxes, frame.gt_labels, cfg.point_cloud_range, len(cfg.class_names)
+    )
+    intrinsics, lidar2img = apply_ida(frame.intrinsics, frame.extrinsics, draw)
+    per_cam: dict[str, list[np.ndarray]] = {"gt_bboxes": [], "centers2d": [], "gt_labels": [], "depths": []}
+    for cam in range(len(frame.cam_names)):
+        b, c, lab, d = frame.bboxes2d[cam], frame.centers2d[cam], frame.labels2d[cam], frame.depths[cam]
+        if len(b):
+            b, c, lab, d = transform_boxes2d(b, c, lab, d, draw, aug.final_dim, aug.min_size)
+        if len(b):
+            b, c, lab, d = filter_invisible(b, c, lab, d, aug.final_dim)
+        for key, value in zip(per_cam, (b, c, lab, d), strict=True):
+            per_cam[key].append(value)
+    lidar2img, ego_pose, ego_pose_inv, boxes = apply_bev(
+        lidar2img, frame.ego_pose, frame.ego_pose_inv, boxes, draw, aug.reverse_angle
+    )
+    return {
+        "gt_bboxes_3d": boxes,
+        "gt_labels_3d": labels,
+        **per_cam,
+        "lidar2img": lidar2img.astype(np.float32),
+        "intrinsics": intrinsics.astype(np.float32),
+        "extrinsics": frame.extrinsics.astype(np.float32),
+        "timestamp": np.float64(frame.timestamp),
+        "img_timestamp": frame.img_timestamps.astype(np.float64),
+        "ego_pose": ego_pose.astype(np.float32),
+        "ego_pose_inv": ego_pose_inv.astype(np.float32),
+    }
+
+
+@dataclass(frozen=True)
+class ImageParams:
+    """Where one camera image is decoded and resampled (all in source pixels, HW order)."""
+
+    decode_start: tuple[int, int]
+    decode_shape: tuple[int, int]
+    roi_start: tuple[float, float]  # relative to the decoded region
+    roi_end: tuple[float, float]
+    out_size: tuple[float, float]  # resized extent before padding to final_dim
+    flip: bool
+
+
+def image_params(
+    draw: AugDraw, height: int, width: int, final_dim: tuple[int, int], roi: bool
+) -> ImageParams:
+    """PIL's ``resize(resize_dims).crop(crop)`` as a resize of the source window that maps onto the
+    crop: output pixel j samples resized pixel ``crop_x + j``, i.e. source ``(crop_x + j + .5) * W/newW``.
+    Crop columns/rows beyond the resized image are left for the black padding."""
+    new_w, new_h = draw.resize_dims
+    crop_w, crop_h, _, _ = draw.crop
+    fH, fW = final_dim
+    if crop_h < 0 or crop_w < 0:
+        raise ValueError(f"crop {draw.crop} starts outside the resized image {draw.resize_dims}")
+    rows, cols = min(fH, new_h - crop_h), min(fW, new_w - crop_w)
+    sy, sx = height / new_h, width / new_w
+    y0, y1 = crop_h * sy, (crop_h + rows) * sy
+    top, bottom = 0, height
+    if roi:  # keep the filter's support (2 output pixels of the cubic kernel) plus one row
+        margin = math.ceil(2 * max(1.0, sy)) + 1
+        top, bottom = max(0, math.floor(y0) - margin), min(height, math.ceil(y1) + margin)
+    return ImageParams(
+        decode_start=(top, 0),
+        decode_shape=(bottom - top, width),
+        roi_start=(y0 - top, crop_w * sx),
+        roi_end=(y1 - top, (crop_w + cols) * sx),
+        out_size=(float(rows), float(cols)),
+        flip=draw.flip,
+    )

@@ -9,7 +9,7 @@ cameras' slots):
   float32 value exactly; one row instead of eight small arrays keeps the per-batch hand-over to DALI
   short). Its fields, as slices of the row: where to decode and resample (``DECODE_START``,
   ``DECODE_SHAPE`` int32 (y, x) / (h, w); ``ROI_START``, ``ROI_END``, ``OUT_SIZE`` float32;
-  ``FLIP`` 0/1: :class:`.image_params.ImageParams`), ``INFO`` the source image's (H, W, ok), then
+  ``FLIP`` 0/1: :class:`.transforms.ImageParams`), ``INFO`` the source image's (H, W, ok), then
   ``GEOMETRY``: ``lidar2img``, ``intrinsics``, ``extrinsics`` of that camera, the sample's
   ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's ``img_timestamp`` and
   the sample's ``timestamp``. The matrices are float32 values, which float64 holds exactly, so the
@@ -17,7 +17,7 @@ cameras' slots):
 - ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
   (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
   camera, empty in the other slots. The record keeps every array's dtype and shape as
-  :func:`.frame_targets.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
+  :func:`.transforms.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
   float64 labels of a frame without boxes). Protocol 4: every array comes back as its own writable
   copy (protocol 5 lets empty arrays share one buffer). It is written by this package's own worker
   process and read back by the same loader, never from a file.
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .image_params import ImageParams
 from .schema import ANNOTATION_KEYS
+from .transforms import ImageParams
 
 MATRIX_KEYS = ("lidar2img", "intrinsics", "extrinsics")  # per camera, (N, 4, 4)
 POSE_KEYS = ("ego_pose", "ego_pose_inv")  # per sample, (4, 4)
