@@ -31,7 +31,7 @@ Collate = Callable[[dict[str, Any]], Any]
 
 
 def plain(batch: dict[str, Any]) -> dict[str, Any]:
-    """The default collate: the plain batch (:mod:`.batch.schema`)."""
+    """The default collate: the plain batch (:mod:`.batch_schema`)."""
     return batch
 
 
@@ -39,7 +39,7 @@ class DaliStreamLoader:
     """Drop-in for StreamPETR's training DataLoader, in its three training modes.
 
     Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
-    shapes and dtypes: :mod:`.batch.schema`; ``collate`` is applied on the training thread before the
+    shapes and dtypes: :mod:`.batch_schema`; ``collate`` is applied on the training thread before the
     next batch is started: the mmdet adapter's DataContainer wrap, :mod:`.runner.mmdet_adapter`).
 
     ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue, the

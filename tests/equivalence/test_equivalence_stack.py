@@ -138,7 +138,7 @@ def test_comparator_catches_perturbations(batch_records, upstream, synthetic_dat
 
 
 def test_replay_refuses_draws_upstream_would_not_make(upstream) -> None:
-    from dali_streampetr.sampling.plan import AugDraw
+    from dali_streampetr.batch.transforms import AugDraw
     from equivalence.replay import ReplayError, ida_script, replaying
     from projects.mmdet3d_plugin.datasets.pipelines.transform_3d import ResizeCropFlipRotImage
 

@@ -63,7 +63,7 @@ def grey_level_diff(a, b) -> tuple[float, float]:
 
 
 def assert_same_targets(batch: dict, ref: dict, torch) -> None:
-    from dali_streampetr.batch.schema import GEOMETRY_KEYS
+    from dali_streampetr.batch_schema import GEOMETRY_KEYS
 
     for key in GEOMETRY_KEYS:
         assert torch.equal(batch[key], ref[key]), key

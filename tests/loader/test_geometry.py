@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from dali_streampetr.batch.transforms import (
+    AugDraw,
     apply_bev,
     apply_ida,
     filter_invisible,
@@ -13,7 +14,6 @@ from dali_streampetr.batch.transforms import (
     project,
     transform_boxes2d,
 )
-from dali_streampetr.sampling.plan import AugDraw
 from float_tolerance import float_atol, product_scale, projection_atol
 
 FINAL = (256, 704)

@@ -16,7 +16,6 @@ import pytest
 import torch
 from conftest import tiny_config
 from dali_streampetr.batch.assembly import BatchAssembler
-from dali_streampetr.batch.schema import GEOMETRY_KEYS, LIST_KEYS
 from dali_streampetr.batch.transforms import frame_targets
 from dali_streampetr.batch.wire import (
     GEOMETRY_WIDTH,
@@ -25,6 +24,7 @@ from dali_streampetr.batch.wire import (
     read_record,
     split_geometry,
 )
+from dali_streampetr.batch_schema import GEOMETRY_KEYS, LIST_KEYS
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import DaliStreamLoader, build_loader
 

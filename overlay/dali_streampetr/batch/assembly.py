@@ -1,4 +1,4 @@
-"""The batch (:mod:`.schema`) from the pipeline's outputs of one iteration: the targets the
+"""The batch (:mod:`..batch_schema`) from the pipeline's outputs of one iteration: the targets the
 external source computed, ``img_metas``, our per-sample records, and the images as a torch tensor."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..batch_schema import GEOMETRY_KEYS, META_FIELDS, PER_CAMERA_KEYS, PER_FRAME_KEYS
 from ..config.settings import LoaderConfig
 from ..frames.records import Frame
-from .schema import GEOMETRY_KEYS, META_FIELDS, PER_CAMERA_KEYS, PER_FRAME_KEYS
 from .wire import read_record, read_rows
 
 

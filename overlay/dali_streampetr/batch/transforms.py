@@ -1,4 +1,5 @@
-"""Upstream's training transforms on one frame: the training targets (everything but the pixels,
+"""Upstream's training transforms on one frame, given its random parameters (:class:`AugDraw`, drawn
+by :mod:`..sampling.plan`): the training targets (everything but the pixels,
 :func:`frame_targets`), their geometry (numpy, and torch where upstream rounds in float32), and where
 each camera image is decoded and resampled (:func:`image_params`; the parameter row that carries it
 to the DALI graph is :mod:`.wire`'s).
@@ -10,14 +11,30 @@ Boxes are (N, 9) arrays ``x, y, z (bottom centre), dx, dy, dz, yaw, vx, vy`` lik
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from ..config.settings import LoaderConfig
 from ..frames.records import Frame
-from ..sampling.plan import AugDraw
+
+
+@dataclass(frozen=True)
+class AugDraw:
+    """Everything random about one frame (all 6 cameras share it, as upstream)."""
+
+    resize: float
+    resize_dims: tuple[int, int]  # (newW, newH)
+    crop: tuple[int, int, int, int]  # (x0, y0, x1, y1) in the resized image
+    flip: bool
+    rotate: float
+    rot_angle: float
+    scale_ratio: float
+    translation: tuple[float, float, float]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 def ida_matrix(draw: AugDraw) -> np.ndarray:

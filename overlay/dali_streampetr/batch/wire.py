@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .schema import ANNOTATION_KEYS
+from ..batch_schema import ANNOTATION_KEYS
 from .transforms import ImageParams
 
 MATRIX_KEYS = ("lidar2img", "intrinsics", "extrinsics")  # per camera, (N, 4, 4)

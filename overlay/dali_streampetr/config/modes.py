@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..batch.schema import STACKED_KEYS
+from ..batch_schema import STACKED_KEYS
 from .checks import ConfigValueError, is_bool, is_int
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"

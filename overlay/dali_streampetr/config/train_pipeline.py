@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..batch.schema import COLLECT3D_KEYS, COLLECT3D_META_KEYS, GEOMETRY_KEYS
+from ..batch_schema import COLLECT3D_KEYS, COLLECT3D_META_KEYS, GEOMETRY_KEYS
 from .modes import refuse
 from .settings import GRST_KEYS, IDA_KEYS, LoaderConfig
 

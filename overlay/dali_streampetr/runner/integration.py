@@ -16,7 +16,6 @@ import torch.distributed as dist
 from mmcv.runner import get_dist_info
 from mmdet.utils import get_root_logger
 
-from ..batch.slot_log import SlotLog
 from ..config.modes import TrainingMode, UnsupportedConfigError
 from ..config.reader import knobs_from, loader_config_from
 from ..loader import DaliStreamLoader
@@ -24,6 +23,7 @@ from ..pipeline.placement import local_device_id
 from .checkpoint_check import checkpoint_problem
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .schedule import RunSchedule
+from .slot_log import SlotLog
 from .state_hook import DaliStreamStateHook
 
 __all__ = ["build_dali_train_loader", "get_dali_pipeline_distributed_args"]

@@ -11,7 +11,7 @@ from mmcv.parallel import DataContainer
 from mmdet.utils import get_root_logger
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
-from ..batch.schema import COLLATED_KEYS, META_ORDER, STACKED_KEYS
+from ..batch_schema import COLLATED_KEYS, META_ORDER, STACKED_KEYS
 from ..loader import Collate, DaliStreamLoader, build_loader
 
 STACKED = set(STACKED_KEYS)

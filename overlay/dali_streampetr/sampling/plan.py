@@ -9,11 +9,12 @@ with :func:`draw_seed` makes upstream's transforms draw the very same values."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..batch.transforms import AugDraw
 from ..config.settings import AugConfig, LoaderConfig
 from .epoch import GroupEpochSampler
 from .queues import choose_queue, queue_seed
@@ -89,23 +90,6 @@ class BatchPlanner:
                 extra = {"rejected": choice.rejected, "shuffles": choice.shuffles} if t == last else {}
                 out.append(SamplePlan(frame, prev, draw, slot, **extra))
         return out
-
-
-@dataclass(frozen=True)
-class AugDraw:
-    """Everything random about one frame (all 6 cameras share it, as upstream)."""
-
-    resize: float
-    resize_dims: tuple[int, int]  # (newW, newH)
-    crop: tuple[int, int, int, int]  # (x0, y0, x1, y1) in the resized image
-    flip: bool
-    rotate: float
-    rot_angle: float
-    scale_ratio: float
-    translation: tuple[float, float, float]
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def draw_seed(seed: int, rank: int, iteration: int, slot: int) -> int:

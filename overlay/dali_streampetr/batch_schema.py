@@ -7,7 +7,8 @@ Size symbols: ``B`` samples per GPU, ``T`` frames per sample (oldest first), ``N
 one frame (``n`` 3D boxes) or one camera (``k`` 2D boxes), the same in every key of that frame or
 camera. :func:`batch_problems` checks a batch against the schema.
 
-:data:`BATCH` is the one declaration of the batch: its order is upstream's collated batch
+:data:`BATCH` is the one declaration of the batch (below every part that builds, checks or wraps a
+batch: the config's checks, :mod:`.batch`, :mod:`.runner`): its order is upstream's collated batch
 (``Collect3D``: ``img_metas``, then its ``keys``), and every key list of the package is derived from
 it here (the stacked, per-frame and per-camera keys, the geometry and annotation keys, the order of
 the collated batch and of ``img_metas``), as are the values the train pipeline check expects.
