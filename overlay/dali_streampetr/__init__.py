@@ -1,9 +1,55 @@
 """DALI training loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
-sliding window (:mod:`dali_streampetr.training_mode`).
+sliding window (:mod:`.config.modes`).
 
-Everything here imports without mmcv/mmdet3d except the mmcv side: :mod:`.mmdet_adapter`,
-:mod:`.integration` and what it builds on (:mod:`.distributed`, :mod:`.stream_state_hook`,
-:mod:`.schedule_log`), and :mod:`.requeue`.
-Entry points: :func:`dali_streampetr.iterator.build_loader` (plain batches) and
-:func:`dali_streampetr.mmdet_adapter.build_mmdet_loader` (the DataLoader drop-in).
+The entry points are this package's names (:data:`__all__`), imported on first use (PEP 562), so
+``import dali_streampetr`` imports neither torch, DALI nor mmcv. Everything imports without
+mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` and
+:mod:`.runner.checkpoint_check` excepted): :func:`build_mmdet_loader`, :func:`build_dali_train_loader`
+and :func:`get_dali_pipeline_distributed_args` need the upstream env.
+
+The subpackages, in the order a batch passes them: :mod:`.config` (the settings, read once),
+:mod:`.frames` (the info file and the frame store), :mod:`.sampling` (which frames, which draws),
+:mod:`.pipeline` (the DALI graph, its external source and guards), :mod:`.batch` (targets, wire
+format, assembly, schema), :mod:`.loader` (the loader itself) and :mod:`.runner` (the mmcv side).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> the module (under this package) that defines it
+_EXPORTS = {
+    "build_loader": "loader",
+    "DaliStreamLoader": "loader",
+    "LoaderConfig": "config.settings",
+    "loader_config_from": "config.reader",
+    "ConfigValueError": "config.checks",
+    "UnsupportedConfigError": "config.modes",
+    "BATCH": "batch_schema",
+    "batch_problems": "batch_schema",
+    "LoaderFaultError": "pipeline.errors",
+    "WorkerDiedError": "pipeline.errors",
+    "PipelineStalledError": "pipeline.errors",
+    "PipelineStartError": "pipeline.errors",
+    "TooManyBadImagesError": "pipeline.failures",
+    "LoaderStateMismatch": "resume",
+    "build_mmdet_loader": "runner.mmdet_adapter",
+    "build_dali_train_loader": "runner.integration",
+    "get_dali_pipeline_distributed_args": "runner.integration",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """An entry point, imported from its module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

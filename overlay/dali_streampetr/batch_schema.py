@@ -1,4 +1,4 @@
-"""The plain batch :class:`~dali_streampetr.iterator.DaliStreamLoader` hands over: every key, its
+"""The plain batch :class:`~..loader.DaliStreamLoader` hands over: every key, its
 nesting, shape and dtype, in all three training modes (``T`` = the mode's ``queue_length``: 1 when
 streaming and single frame, the queue in the sliding window).
 
@@ -6,6 +6,12 @@ Size symbols: ``B`` samples per GPU, ``T`` frames per sample (oldest first), ``N
 ``W`` the padded image (``final_dim`` rounded up to ``size_divisor``); lower case ones are counts of
 one frame (``n`` 3D boxes) or one camera (``k`` 2D boxes), the same in every key of that frame or
 camera. :func:`batch_problems` checks a batch against the schema.
+
+:data:`BATCH` is the one declaration of the batch (below every part that builds, checks or wraps a
+batch: the config's checks, :mod:`.batch`, :mod:`.runner`): its order is upstream's collated batch
+(``Collect3D``: ``img_metas``, then its ``keys``), and every key list of the package is derived from
+it here (the stacked, per-frame and per-camera keys, the geometry and annotation keys, the order of
+the collated batch and of ``img_metas``), as are the values the train pipeline check expects.
 """
 
 from __future__ import annotations
@@ -31,44 +37,59 @@ class BatchKey:
     dtypes: tuple[torch.dtype, ...] = ()
     fields: tuple[str, ...] = ()
     doc: str = ""
+    role: str = ""  # image, sequence, geometry, annotation, meta, record
 
 
-META_FIELDS = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "img_norm_cfg",
-               "scene_token")  # fmt: skip
+# upstream's Collect3D meta_keys (the configs' value, checked), in its order
+COLLECT3D_META_KEYS = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "flip",
+                       "box_mode_3d", "box_type_3d", "img_norm_cfg", "scene_token", "gt_bboxes_3d",
+                       "gt_labels_3d")  # fmt: skip
+NEVER_SET_META = ("flip",)  # not in upstream's results, so Collect3D leaves it out
+COLLATED_META = ("box_mode_3d", "box_type_3d", "gt_bboxes_3d", "gt_labels_3d")  # the mmdet adapter adds them
+META_ORDER = tuple(k for k in COLLECT3D_META_KEYS if k not in NEVER_SET_META)  # a collated img_metas entry
+META_FIELDS = tuple(k for k in META_ORDER if k not in COLLATED_META)  # a plain img_metas entry
 RECORD_FIELDS = ("iteration", "index", "token", "draw", "bad_cameras", "frames", "rejected", "shuffles")
 
 BATCH = (
-    BatchKey("img", (), (("B", "T", "N", 3, "H", "W"),), (F32,),
-             doc="normalised images; on the GPU ``device_id`` when one is set"),
-    BatchKey("prev_exists", (), (("B", "T"),), (F32,), doc="1 when the frame before is of the same sequence"),
-    BatchKey("lidar2img", (), (("B", "T", "N", 4, 4),), (F32,)),
-    BatchKey("intrinsics", (), (("B", "T", "N", 4, 4),), (F32,)),
-    BatchKey("extrinsics", (), (("B", "T", "N", 4, 4),), (F32,)),
-    BatchKey("timestamp", (), (("B", "T"),), (F64,)),
-    BatchKey("img_timestamp", (), (("B", "T", "N"),), (F64,)),
-    BatchKey("ego_pose", (), (("B", "T", 4, 4),), (F32,)),
-    BatchKey("ego_pose_inv", (), (("B", "T", 4, 4),), (F32,)),
-    BatchKey("gt_bboxes_3d", ("B", "T"), (("n", 9),), (F32,), doc="LiDAR boxes after the range/name filters"),
-    BatchKey("gt_labels_3d", ("B", "T"), (("n",),), (I64, F64),
-             doc="float64 when the info has no valid box, as upstream"),
-    BatchKey("gt_bboxes", ("B", "T", "N"), (("k", 4), (0,)), (F32,),
-             doc="``(0,)`` for a camera without 2D boxes in the info"),
-    BatchKey("gt_labels", ("B", "T", "N"), (("k",),), (I64,)),
-    BatchKey("centers2d", ("B", "T", "N"), (("k", 2), (0,)), (F32,)),
-    BatchKey("depths", ("B", "T", "N"), (("k",),), (F32,)),
-    BatchKey("img_metas", ("B", "T"), fields=META_FIELDS,
+    BatchKey("img_metas", ("B", "T"), fields=META_FIELDS, role="meta",
              doc="upstream's per-frame meta, without the box type"),
-    BatchKey("dali", ("B",), fields=RECORD_FIELDS,
+    BatchKey("gt_bboxes_3d", ("B", "T"), (("n", 9),), (F32,), role="annotation",
+             doc="LiDAR boxes after the range/name filters"),
+    BatchKey("gt_labels_3d", ("B", "T"), (("n",),), (I64, F64), role="annotation",
+             doc="float64 when the info has no valid box, as upstream"),
+    BatchKey("img", (), (("B", "T", "N", 3, "H", "W"),), (F32,), role="image",
+             doc="normalised images; on the GPU ``device_id`` when one is set"),
+    BatchKey("gt_bboxes", ("B", "T", "N"), (("k", 4), (0,)), (F32,), role="annotation",
+             doc="``(0,)`` for a camera without 2D boxes in the info"),
+    BatchKey("gt_labels", ("B", "T", "N"), (("k",),), (I64,), role="annotation"),
+    BatchKey("centers2d", ("B", "T", "N"), (("k", 2), (0,)), (F32,), role="annotation"),
+    BatchKey("depths", ("B", "T", "N"), (("k",),), (F32,), role="annotation"),
+    BatchKey("prev_exists", (), (("B", "T"),), (F32,), role="sequence",
+             doc="1 when the frame before is of the same sequence"),
+    BatchKey("lidar2img", (), (("B", "T", "N", 4, 4),), (F32,), role="geometry"),
+    BatchKey("intrinsics", (), (("B", "T", "N", 4, 4),), (F32,), role="geometry"),
+    BatchKey("extrinsics", (), (("B", "T", "N", 4, 4),), (F32,), role="geometry"),
+    BatchKey("timestamp", (), (("B", "T"),), (F64,), role="geometry"),
+    BatchKey("img_timestamp", (), (("B", "T", "N"),), (F64,), role="geometry"),
+    BatchKey("ego_pose", (), (("B", "T", 4, 4),), (F32,), role="geometry"),
+    BatchKey("ego_pose_inv", (), (("B", "T", 4, 4),), (F32,), role="geometry"),
+    BatchKey("dali", ("B",), fields=RECORD_FIELDS, role="record",
              doc="ours, per sample: the iteration, its (last) frame's index, token, draw and bad cameras, "
                  "every frame's record (``frames``) and the queue's draws (``rejected``, ``shuffles``)"),
 )  # fmt: skip
 SCHEMA = {key.name: key for key in BATCH}
 STACKED_KEYS = tuple(k.name for k in BATCH if not k.nesting)  # tensors with the batch axes first
 LIST_KEYS = tuple(k.name for k in BATCH if k.nesting and not k.fields)  # per-frame/camera tensors in lists
+GEOMETRY_KEYS = tuple(k.name for k in BATCH if k.role == "geometry")  # upstream's collect_keys
+ANNOTATION_KEYS = tuple(k.name for k in BATCH if k.role == "annotation")  # the external source's record
+PER_FRAME_KEYS = tuple(k for k in ANNOTATION_KEYS if len(SCHEMA[k].nesting) == 2)  # one tensor per frame
+PER_CAMERA_KEYS = tuple(k for k in ANNOTATION_KEYS if len(SCHEMA[k].nesting) == 3)  # one per camera
+COLLATED_KEYS = tuple(k.name for k in BATCH if k.role != "record")  # the collated batch, in its order
+COLLECT3D_KEYS = tuple(k for k in COLLATED_KEYS if SCHEMA[k].role != "meta")  # Collect3D's ``keys``
 
 
 def batch_sizes(cfg: Any, n_cams: int) -> dict[str, int]:
-    """The size symbols of a :class:`~dali_streampetr.config.LoaderConfig`'s batches."""
+    """The size symbols of a :class:`~..config.settings.LoaderConfig`'s batches."""
     fH, fW = cfg.aug.final_dim
     d = cfg.size_divisor
     return {

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import tiny_config
+from dali_streampetr import batch_schema as schema
 from dali_streampetr.batch_schema import BATCH, LIST_KEYS, STACKED_KEYS, batch_problems, batch_sizes
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.training_mode import COLLECT_KEYS, SINGLE_FRAME, SLIDING_WINDOW, STREAMING
+from dali_streampetr.config.modes import SINGLE_FRAME, SLIDING_WINDOW, STREAMING
+from dali_streampetr.loader import build_loader
 
 
 def mode_config(mode: str) -> dict:
@@ -43,8 +44,30 @@ def test_real_batches_fit_the_schema(batches, mode: str) -> None:
 def test_the_schema_lists_every_key_once_in_the_adapters_groups() -> None:
     names = [key.name for key in BATCH]
     assert len(names) == len(set(names))
-    assert ("img", "prev_exists", *COLLECT_KEYS) == STACKED_KEYS
+    assert ("img", "prev_exists", *schema.GEOMETRY_KEYS) == STACKED_KEYS
     assert set(names) == {*STACKED_KEYS, *LIST_KEYS, "img_metas", "dali"}
+
+
+# Upstream's values, written out here (the pins' StreamPETR configs and Collect3D), not taken from
+# the schema under test: every key list the package derives from BATCH must come out as these.
+COLLECT3D_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "img", "gt_bboxes", "gt_labels", "centers2d", "depths",
+                  "prev_exists", "lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp",
+                  "ego_pose", "ego_pose_inv")  # fmt: skip
+COLLECT3D_META_KEYS = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "flip",
+                       "box_mode_3d", "box_type_3d", "img_norm_cfg", "scene_token", "gt_bboxes_3d",
+                       "gt_labels_3d")  # fmt: skip
+
+
+def test_every_key_list_derived_from_the_schema_is_upstreams() -> None:
+    assert schema.COLLECT3D_KEYS == COLLECT3D_KEYS
+    assert ("img_metas", *COLLECT3D_KEYS) == schema.COLLATED_KEYS  # Collect3D: img_metas first
+    assert COLLECT3D_KEYS[8:] == schema.GEOMETRY_KEYS  # the configs' collect_keys
+    assert COLLECT3D_KEYS[:2] + COLLECT3D_KEYS[3:7] == schema.ANNOTATION_KEYS
+    assert (COLLECT3D_KEYS[:2], COLLECT3D_KEYS[3:7]) == (schema.PER_FRAME_KEYS, schema.PER_CAMERA_KEYS)
+    assert schema.COLLECT3D_META_KEYS == COLLECT3D_META_KEYS
+    assert tuple(k for k in COLLECT3D_META_KEYS if k != "flip") == schema.META_ORDER
+    assert schema.META_FIELDS == ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor",
+                                  "img_norm_cfg", "scene_token")  # fmt: skip
 
 
 def test_the_check_names_each_thing_a_broken_batch_gets_wrong(batches) -> None:

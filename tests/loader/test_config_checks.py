@@ -8,9 +8,9 @@ import re
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.validate import ConfigValueError
+from dali_streampetr.config.checks import ConfigValueError
+from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.loader import build_loader
 
 
 def _set(cfg: dict, path: str, value) -> dict:
@@ -102,3 +102,33 @@ def test_good_values_of_every_kind_pass():
 def test_gpu_device_without_cuda_names_the_key(tiny_root):
     with pytest.raises(ConfigValueError, match=r"data_loading_config\.device='gpu' needs CUDA"):
         build_loader(tiny_config(device="gpu"), tiny_root)
+
+
+def test_a_loader_built_from_read_settings_uses_them_as_they_are(tiny_root, monkeypatch):
+    """The config is read once per loader: given the LoaderConfig a caller read (as the runner
+    does), build_loader reads no config again; overrides are checked as on a config."""
+    import dali_streampetr.loader as loader_module
+
+    settings = loader_config_from(tiny_config())
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("the config was read a second time")
+
+    monkeypatch.setattr(loader_module, "loader_config_from", read_again)
+    with build_loader(settings, tiny_root) as loader:
+        assert loader.cfg is settings
+    with pytest.raises(ConfigValueError, match="data_loading_config.num_threads"):
+        build_loader(settings, tiny_root, num_threads=0)
+
+
+def test_the_knobs_alone_are_read_with_the_same_checks() -> None:
+    """get_dali_pipeline_distributed_args reads the device before the whole config: through the
+    reader's checks of the data_loading_config block, not a raw dict."""
+    from dali_streampetr.config.reader import knobs_from
+
+    assert knobs_from({"data_loading_config": {"device": "gpu"}}).device == "gpu"
+    assert knobs_from({}).device == "cpu"
+    with pytest.raises(ConfigValueError, match="data_loading_config.device"):
+        knobs_from({"data_loading_config": {"device": "tpu"}})
+    with pytest.raises(ConfigValueError, match="unknown data_loading_config keys: \\['devcie'\\]"):
+        knobs_from({"data_loading_config": {"devcie": "gpu"}})

@@ -15,19 +15,18 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.batch_assembly import BatchAssembler
-from dali_streampetr.batch_schema import LIST_KEYS
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.frame_targets import frame_targets
-from dali_streampetr.iterator import DaliStreamLoader, build_loader
-from dali_streampetr.targets import (
+from dali_streampetr.batch.assembly import BatchAssembler
+from dali_streampetr.batch.transforms import frame_targets
+from dali_streampetr.batch.wire import (
     GEOMETRY_WIDTH,
     annotation_records,
     geometry_rows,
     read_record,
     split_geometry,
 )
-from dali_streampetr.training_mode import COLLECT_KEYS
+from dali_streampetr.batch_schema import GEOMETRY_KEYS, LIST_KEYS
+from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.loader import DaliStreamLoader, build_loader
 
 
 def same(a: torch.Tensor, b: np.ndarray) -> bool:
@@ -45,7 +44,7 @@ def expected_batch(loader, iteration: int) -> dict:
     per_sample = [
         frame_targets(loader.frames[p.index], p.draw, loader.cfg) for p in loader.planner.plan(iteration)
     ]
-    out = {key: np.stack([t[key] for t in per_sample])[:, None] for key in COLLECT_KEYS}
+    out = {key: np.stack([t[key] for t in per_sample])[:, None] for key in GEOMETRY_KEYS}
     for key in LIST_KEYS:
         out[key] = [[t[key]] for t in per_sample]
     return out
@@ -69,7 +68,7 @@ def test_worker_targets_equal_in_process_targets(tiny_root, workers, start, monk
         for iteration in range(4):
             batch, want = next(loader), expected_batch(loader, iteration)
             torch.save(batch, io.BytesIO())  # no two tensors alias one buffer as different dtypes
-            for key in COLLECT_KEYS:
+            for key in GEOMETRY_KEYS:
                 assert same(batch[key], want[key]), (iteration, key)
             for key in ("gt_bboxes_3d", "gt_labels_3d"):
                 for got, exp in zip(batch[key], want[key], strict=True):
@@ -262,7 +261,7 @@ def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch,
     """``prefetch_queue_depth - 1`` batches (at least 1) are prepared ahead of the one handed over:
     the run-ahead holds one, DALI's queue the rest (the source runs in process here, so every
     iteration DALI schedules calls it)."""
-    from dali_streampetr.image_source import ImageSource
+    from dali_streampetr.pipeline.source import ImageSource
 
     planned: list[int] = []
     call = ImageSource.__call__

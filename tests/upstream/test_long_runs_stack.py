@@ -98,7 +98,7 @@ def test_ann_file_outside_data_root_is_read_as_given(synthetic_dataset: Path, tm
         pickle.dump({**data, "infos": subset}, f)
 
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.integration import build_dali_train_loader
+    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))

@@ -1,0 +1,163 @@
+"""The DALI graph: encoded images + per-image parameters in, normalised CHW float32 images out, with
+the per-frame training targets (computed by the external source, :mod:`.source`) passed through.
+
+Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
+cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
+where the crop leaves the resized image, horizontal flip + normalisation (+ BGR->RGB via the decoder's
+output type), padding to the size divisor.
+
+The build (which forks and starts the python workers) runs under a deadline: :func:`build_within`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
+from .errors import PipelineStartError
+from .source import ImageSource
+from .workers import forking_workers
+
+
+def dali_queue_depth(prefetch_queue_depth: int) -> int:
+    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the loader's run-ahead
+    (:mod:`.watchdog`) holds one of the batches prepared ahead, DALI the others. The batches ahead
+    of the training thread, and their memory, stay what DALI's depth alone gave before the
+    run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
+    return max(1, prefetch_queue_depth - 1)
+
+
+def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
+    """The DALI pipeline for ``samples_per_gpu * T * n_cams`` images per iteration (``T`` frames per
+    sample: the mode's ``queue_length``).
+
+    Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
+    records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
+    Images are on the GPU ``device_id`` when it is given (decoded there with ``device='gpu'``;
+    copied there by DALI, ahead of time, with ``device='cpu'``), else in host memory. The dynamic
+    executor is forced: every output is a buffer of its own, alive as long as something references
+    it, so the loader hands them out without a copy.
+
+    The external-source worker is forked while no CUDA context exists in this process: it shares the
+    loader's memory (frames, imported modules) instead of importing torch and DALI a second time
+    (150-400 MB less). DALI refuses to fork once CUDA is initialised (a GPU model built first);
+    then the worker is spawned.
+    """
+    from nvidia.dali import backend, fn, pipeline_def, types
+
+    cfg = source.cfg
+    fH, fW = cfg.aug.final_dim
+    gpu = cfg.device == "gpu"
+    on_device = device_id is not None
+    parallel = cfg.py_num_workers > 0
+    fork = parallel and not backend.IsDriverInitialized()
+
+    @pipeline_def(
+        batch_size=cfg.samples_per_gpu * cfg.mode.queue_length * n_cams,
+        num_threads=cfg.num_threads,
+        device_id=device_id,
+        seed=seed,
+        exec_dynamic=True,
+        prefetch_queue_depth=dali_queue_depth(cfg.prefetch_queue_depth),
+        py_num_workers=max(1, cfg.py_num_workers),
+        py_start_method="fork" if fork else "spawn",
+    )
+    def graph():
+        extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
+        encoded, rows, records = fn.external_source(
+            source=source, num_outputs=3, batch=True, batch_info=True, **extra
+        )
+
+        def field(part: slice | int, dtype):
+            """A part of the parameter row (an element or a slice), cast for the operator."""
+            return fn.cast(rows[part], dtype=dtype)
+
+        decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
+        if cfg.roi_decode:
+            start, shape = field(DECODE_START, types.INT32), field(DECODE_SHAPE, types.INT32)
+            img = fn.decoders.image_slice(encoded, start, shape, axis_names="HW", **decoder)
+        else:
+            img = fn.decoders.image(encoded, **decoder)
+        img = fn.resize(
+            img,
+            size=field(OUT_SIZE, types.FLOAT),
+            roi_start=field(ROI_START, types.FLOAT),
+            roi_end=field(ROI_END, types.FLOAT),
+            interp_type=types.INTERP_CUBIC,
+            antialias=True,
+        )
+        img = fn.pad(img, axis_names="HW", shape=[fH, fW])
+        img = fn.crop_mirror_normalize(
+            img,
+            mirror=field(FLIP, types.INT32),
+            mean=list(cfg.mean),
+            std=list(cfg.std),
+            output_layout="CHW",
+            dtype=types.FLOAT,
+        )
+        if fH % cfg.size_divisor or fW % cfg.size_divisor:
+            img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
+        if on_device and not gpu:
+            img = img.gpu()
+        return img, rows, records
+
+    pipe = graph()
+    with forking_workers():  # forked workers end when this process dies (:mod:`.workers`)
+        pipe.build()
+    return pipe
+
+
+def build_within(build: Callable[[], Any], timeout_s: float, iteration: int) -> Any:
+    """``build()`` (the pipeline build, which forks and starts the python workers) with a deadline.
+
+    The build stays on the calling thread (forking from a helper thread can leave a worker stuck on
+    a lock another thread held at the fork). A timer kills the worker processes started meanwhile
+    once ``timeout_s`` has passed, which makes DALI's wait for them fail; that failure is raised as
+    :class:`PipelineStartError` naming the stage and the key. The build's own errors are raised as is.
+    """
+    before = set(multiprocessing.active_children())
+    state = threading.Lock()
+    killed: list[int] = []
+    finished = False
+
+    def expire() -> None:
+        with state:
+            if finished:
+                return
+            for proc in multiprocessing.active_children():
+                if proc not in before and proc.pid not in killed:
+                    killed.append(proc.pid)
+                    proc.kill()
+            if -1 not in killed:
+                killed.append(-1)  # expired, even when no worker had started
+        again = threading.Timer(0.2, expire)  # a worker forked after the deadline (a loaded host) too
+        again.daemon = True
+        again.start()
+
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        pipe = build()
+    except BaseException as exc:
+        with state:
+            finished = True
+            expired = bool(killed)
+        if expired:
+            pids = [pid for pid in killed if pid != -1]
+            raise PipelineStartError(
+                f"the DALI pipeline for iteration {iteration} was not built within "
+                f"data_loading_config.start_timeout_s={timeout_s:g} s (stage: pipeline build and python "
+                f"worker start-up; worker process(es) {pids} killed). A worker that hangs while it starts "
+                "(a stopped process, a hung file system, no room in /dev/shm) or a host too loaded to start "
+                "one looks like this: check the host, raise start_timeout_s if the start is legitimately "
+                "this slow, or try data_loading_config.py_num_workers=0. The next next() builds again."
+            ) from exc
+        raise
+    with state:
+        finished = True
+    timer.cancel()
+    return pipe

@@ -1,0 +1,107 @@
+"""What the patched ``tools/train.py`` calls when a config sets ``use_dali_pipeline=True``:
+:func:`get_dali_pipeline_distributed_args` (this process's rank, world size and DALI device) and
+:func:`build_dali_train_loader`, which reads the config once, refuses an epoch-based mode without a
+process group, and logs the run's schedule (:mod:`.schedule`) once the loader is built.
+
+Imports mmcv, so it is only imported inside the upstream env.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+from mmcv.runner import get_dist_info
+from mmdet.utils import get_root_logger
+
+from ..config.modes import TrainingMode, UnsupportedConfigError
+from ..config.reader import knobs_from, loader_config_from
+from ..loader import DaliStreamLoader
+from ..pipeline.placement import local_device_id
+from .checkpoint_check import checkpoint_problem
+from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
+from .schedule import RunSchedule
+from .slot_log import SlotLog
+from .state_hook import DaliStreamStateHook
+
+__all__ = ["build_dali_train_loader", "get_dali_pipeline_distributed_args"]
+
+
+def build_dali_train_loader(
+    cfg: Any, *, rank: int, world_size: int, device_id: int | None
+) -> MMDetDaliLoader:
+    """The DALI training loader for ``cfg`` (a drop-in for the PyTorch DataLoader of the train set).
+
+    The info file is ``data.train.ann_file`` exactly as given (relative to the working directory,
+    as upstream's dataset reads it); images are found under ``data.train.data_root``. It carries
+    ``CLASSES`` from the config's ``class_names`` for the checkpoint meta and ``model.CLASSES``,
+    ``runner_hooks`` that keep its stream position in checkpoints, and ``checkpoint_problem`` for
+    ``--auto-resume``. With ``data_loading_config.log_slots=True`` each rank also writes
+    ``<work_dir>/slots_rank<r>.jsonl`` (appended to when the run resumes).
+    """
+    settings = loader_config_from(cfg)  # the one read of the config; everything below is given it
+    require_distributed_for(settings.mode)
+    collate = to_collated
+    if settings.log_slots:
+        log_path = Path(cfg.work_dir) / f"slots_rank{rank}.jsonl"
+        collate = SlotLog(log_path, rank, append=lambda: bool(cfg.get("resume_from")), then=to_collated)
+    train = cfg.data.train
+    loader = build_mmdet_loader(
+        settings, train.data_root, rank=rank, world_size=world_size, seed=cfg.get("seed") or 0,
+        device_id=device_id, ann_file=train.ann_file, collate=collate,
+    )  # fmt: skip
+    loader.CLASSES = tuple(cfg.class_names)
+    loader.runner_hooks = [(DaliStreamStateHook(loader, cfg), "ABOVE_NORMAL")]
+    loader.checkpoint_problem = functools.partial(checkpoint_problem, loader.loader)
+    log_schedule(cfg, loader.loader)
+    return loader
+
+
+def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:
+    """Rank, world size and DALI device id of this process.
+
+    The real rank and world size are returned in both modes: the loader derives the sampler's
+    rank 0 / 1 replica itself when ``data_loading_config.replicate_dataset_per_gpu`` is set, and
+    keeps the real rank for its augmentation draws (as upstream's ``worker_init_fn`` does), so the
+    ranks of a replicated run still draw different crops and flips. ``device_id`` is the local
+    rank when DALI runs on the GPU, else None (``data_loading_config.device``, read and checked by
+    :func:`~..config.reader.knobs_from`: this runs before the whole config is read).
+    """
+    rank, world_size = get_dist_info()
+    return {"rank": rank, "world_size": world_size, "device_id": local_device_id(knobs_from(cfg).device)}
+
+
+def require_distributed_for(mode: TrainingMode) -> None:
+    """Epoch-based modes reproduce upstream's distributed sampler. Without a process group upstream's
+    ``build_dataloader`` takes mmdet's ``GroupSampler``, whose order comes from the main process's
+    global ``np.random`` (shared with the model's own draws): the loader refuses that case."""
+    if mode.epoch_based and not (dist.is_available() and dist.is_initialized()):
+        raise UnsupportedConfigError(
+            f"the {mode.name.replace('_', '-')} config runs without a process group: upstream then samples "
+            "with mmdet's GroupSampler from the main process's np.random, which the DALI loader does not "
+            "reproduce; launch distributed, also for one process (tools/dist_train.sh CONFIG 1, or torchrun "
+            "--nproc_per_node=1 tools/train.py CONFIG --launcher pytorch), where upstream uses "
+            "DistributedGroupSampler"
+        )
+
+
+def log_schedule(cfg: Any, loader: DaliStreamLoader) -> None:
+    """Print the data size, world size, batch, mode, iterations per epoch and effective epochs;
+    warn when the config's ``num_gpus`` is not the real world size."""
+    schedule = RunSchedule(
+        frames=len(loader.frames),
+        world_size=loader.world_size,
+        samples_per_gpu=loader.cfg.samples_per_gpu,
+        mode=loader.sampler.mode,
+        max_iters=(cfg.get("runner") or {}).get("max_iters"),
+        config_num_gpus=cfg.get("num_gpus"),
+        config_iters_per_epoch=cfg.get("num_iters_per_epoch"),
+    )
+    logger = get_root_logger()
+    for line in schedule.report():
+        logger.info(line)
+    warning = schedule.gpu_count_warning()
+    if warning:
+        logger.warning(warning)
