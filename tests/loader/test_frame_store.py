@@ -23,6 +23,7 @@ from dali_streampetr.frame_sets import labelled_frames, scene_ids
 from dali_streampetr.infos import Frame, read_frames
 from dali_streampetr.iterator import build_loader
 from dali_streampetr.store_build import InfoFileChanged, build_store
+from dali_streampetr.store_file import PREFIX
 from loaderbench.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[2] / "overlay"
@@ -146,7 +147,7 @@ def _flip_data_byte(path: Path) -> None:
 
 def _garble_header(path: Path) -> None:
     with path.open("r+b") as f:
-        f.seek(30)
+        f.seek(PREFIX)  # the first bytes of the JSON header
         f.write(b"{{{{")
 
 
