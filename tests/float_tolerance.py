@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-# The rounding steps of a batch's lidar2img (dali_streampetr.geometry): K' = ida K and K' ext in
+# The rounding steps of a batch's lidar2img (dali_streampetr.batch.transforms): K' = ida K and K' ext in
 # float64 (3 + 4), the cast to float32 (1), then three float32 BEV steps, each a 4-term product by
 # a factor rounded once and inverted by LU (3 * 4 + 3 * (1 + 12))
 BATCH_LIDAR2IMG_OPS = 3 + 4 + 1 + 3 * 4 + 3 * (1 + 12)

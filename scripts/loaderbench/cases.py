@@ -140,7 +140,7 @@ def build_torch(cfg: Any, workers: int) -> Any:
 
 def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **overrides: Any) -> Any:
     """The DALI drop-in, in the collated DataContainer form the model sees (as the DataLoader's)."""
-    from dali_streampetr.mmdet_adapter import build_mmdet_loader
+    from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
 
     device_id = 0 if device == "gpu" else None
     return build_mmdet_loader(

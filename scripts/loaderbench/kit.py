@@ -1,8 +1,8 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
 ``python -m loaderbench.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
-the loader itself (:class:`dali_streampetr.iterator.DaliStreamLoader` from a plain
-:class:`~dali_streampetr.config.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
+the loader itself (:class:`dali_streampetr.loader.DaliStreamLoader` from a plain
+:class:`~dali_streampetr.config.settings.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
 256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
 has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
 configuration runs in its own process (``python -m loaderbench.kit '<json>'``) with the
@@ -35,7 +35,7 @@ FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls
 def loader_config(profile: str, threads: int, device: str) -> Any:
     """The loader settings of a profile: r50 = LoaderConfig's defaults (the r50 config's), accv =
     the ACCV-like crop, batch 8, its sequence split and a replicated data set."""
-    from dali_streampetr.config import AugConfig, LoaderConfig
+    from dali_streampetr.config.settings import AugConfig, LoaderConfig
 
     if profile == "r50":
         return LoaderConfig(num_threads=threads, device=device)
@@ -82,7 +82,7 @@ class PeakGpuMemory:
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One configuration in this process, measured like :func:`.runcase.run` measures its own."""
-    from dali_streampetr.iterator import DaliStreamLoader
+    from dali_streampetr.loader import DaliStreamLoader
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)

@@ -84,7 +84,7 @@ def run_rank(spec: dict[str, Any]) -> None:
     enter_checkout()
     import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
     import torch  # noqa: F401
-    from dali_streampetr import mmdet_adapter  # noqa: F401
+    from dali_streampetr.runner import mmdet_adapter  # noqa: F401
     from nvidia.dali import fn  # noqa: F401
 
     data_root = Path(spec["data_root"])
@@ -94,7 +94,7 @@ def run_rank(spec: dict[str, Any]) -> None:
     _phase("imported")
     t0 = time.perf_counter()
     if spec["loader"] == "dali":
-        from dali_streampetr.mmdet_adapter import build_mmdet_loader
+        from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
 
         loader = build_mmdet_loader(
             cfg,

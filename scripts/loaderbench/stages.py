@@ -1,7 +1,7 @@
 """Where the DALI graph's time goes: cumulative stages of the loader's graph and the naive graph.
 
 ``python -m loaderbench.stages [--threads T] [--batches N]`` decodes the loader's own batches (r50
-defaults of :class:`dali_streampetr.config.LoaderConfig`, the synthetic data set) through
+defaults of :class:`dali_streampetr.config.settings.LoaderConfig`, the synthetic data set) through
 
 - ``decode-full`` / ``decode-roi``: the decoder alone (full image / the rows the crop keeps),
 - ``+resize``: + the antialiased cubic resize of exactly the crop window (crop before resize),
@@ -28,10 +28,17 @@ STAGES = ("decode-full", "decode-roi", "+resize", "+pad", "+normalise", "naive")
 
 def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.ndarray], ...]]]:
     """The loader config and, per iteration, the external-source outputs + naive resize/crop params."""
-    from dali_streampetr.config import LoaderConfig
-    from dali_streampetr.image_params import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
-    from dali_streampetr.image_source import ImageSource
-    from dali_streampetr.iterator import DaliStreamLoader
+    from dali_streampetr.batch.image_params import (
+        DECODE_SHAPE,
+        DECODE_START,
+        FLIP,
+        OUT_SIZE,
+        ROI_END,
+        ROI_START,
+    )
+    from dali_streampetr.config.settings import LoaderConfig
+    from dali_streampetr.loader import DaliStreamLoader
+    from dali_streampetr.pipeline.source import ImageSource
 
     cfg = LoaderConfig(roi_decode=True)
     loader = DaliStreamLoader(cfg, data_root)

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.integration import build_dali_train_loader
+    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     data = args.data_root.resolve()

@@ -43,7 +43,7 @@ def upstream() -> None:
 @pytest.fixture(scope="module")
 def batch_records(upstream: None, synthetic_dataset: Path) -> dict[str, dict[str, Any]]:
     """Both configs, ``BATCHES`` batches each, seed chosen to cover flips and right-side padding."""
-    from dali_streampetr.config_reader import loader_config_from
+    from dali_streampetr.config.reader import loader_config_from
     from equivalence.harness import compare_batches, covering_seed
     from equivalence.original import load_config
 
@@ -138,7 +138,7 @@ def test_comparator_catches_perturbations(batch_records, upstream, synthetic_dat
 
 
 def test_replay_refuses_draws_upstream_would_not_make(upstream) -> None:
-    from dali_streampetr.augment import AugDraw
+    from dali_streampetr.sampling.augment import AugDraw
     from equivalence.replay import ReplayError, ida_script, replaying
     from projects.mmdet3d_plugin.datasets.pipelines.transform_3d import ResizeCropFlipRotImage
 
@@ -186,7 +186,7 @@ def test_both_refuse_more_slots_than_groups(upstream, synthetic_dataset) -> None
 @pytest.mark.parametrize("world_size", [1, 2, 4])
 def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, world_size) -> None:
     """37 groups of 1-9 frames, batch 2, 80 iterations: several passes over the group permutation."""
-    from dali_streampetr.stream_sampler import StreamSampler
+    from dali_streampetr.sampling.stream import StreamSampler
     from equivalence.sequence import FlagsOnly, Run, original_indices
 
     sizes = np.random.default_rng(7).integers(1, 10, 37)
@@ -201,7 +201,7 @@ def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, worl
 
 @pytest.mark.parametrize("name", ["r50", "vov"])
 def test_draw_distributions_match_upstream(upstream, synthetic_dataset, name) -> None:
-    from dali_streampetr.config_reader import loader_config_from
+    from dali_streampetr.config.reader import loader_config_from
     from equivalence.draws import compare_draws, dali_draws, upstream_draws
     from equivalence.harness import pad_threshold
     from equivalence.original import load_config

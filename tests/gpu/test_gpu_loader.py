@@ -41,8 +41,8 @@ def torch_cuda():
 
 
 def loader(root: Path, device: str, device_id: int | None):
-    from dali_streampetr.config import LoaderConfig
-    from dali_streampetr.iterator import DaliStreamLoader
+    from dali_streampetr.config.settings import LoaderConfig
+    from dali_streampetr.loader import DaliStreamLoader
 
     cfg = LoaderConfig(device=device, samples_per_gpu=2, num_threads=2, py_num_workers=1)
     return DaliStreamLoader(cfg, root, seed=4, device_id=device_id)
@@ -63,7 +63,7 @@ def grey_level_diff(a, b) -> tuple[float, float]:
 
 
 def assert_same_targets(batch: dict, ref: dict, torch) -> None:
-    from dali_streampetr.training_mode import COLLECT_KEYS
+    from dali_streampetr.config.modes import COLLECT_KEYS
 
     for key in COLLECT_KEYS:
         assert torch.equal(batch[key], ref[key]), key
@@ -101,7 +101,7 @@ def test_loader_on_the_gpu_of_local_rank(
     on that GPU, written on the caller's current stream (read back on that stream without a
     device-wide synchronisation)."""
     torch = torch_cuda
-    from dali_streampetr.placement import local_device_id
+    from dali_streampetr.pipeline.placement import local_device_id
 
     rank = torch.cuda.device_count() - 1  # the last GPU: a wrong default (0) shows on multi-GPU hosts
     monkeypatch.setenv("LOCAL_RANK", str(rank))

@@ -22,7 +22,7 @@ CAMS = {
 H, W = 225, 400
 
 # Poses, box corners and projections below are an independent oracle: written here, not taken from
-# dali_streampetr.geometry, so the data the loader tests expect does not share the code under test.
+# dali_streampetr.batch.transforms, so the data the loader tests expect does not share the code under test.
 
 
 def _yaw_quat(yaw: float) -> list[float]:

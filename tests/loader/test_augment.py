@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from dali_streampetr.augment import draw_seed, frame_draw
-from dali_streampetr.config import AugConfig
+from dali_streampetr.config.settings import AugConfig
+from dali_streampetr.sampling.augment import draw_seed, frame_draw
 
 AUG = AugConfig()
 

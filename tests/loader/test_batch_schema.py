@@ -1,4 +1,4 @@
-"""The batch schema (:mod:`dali_streampetr.batch_schema`) holds for real batches of all three
+"""The batch schema (:mod:`dali_streampetr.batch.schema`) holds for real batches of all three
 training modes, and its check names what a batch gets wrong."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.batch_schema import BATCH, LIST_KEYS, STACKED_KEYS, batch_problems, batch_sizes
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.training_mode import COLLECT_KEYS, SINGLE_FRAME, SLIDING_WINDOW, STREAMING
+from dali_streampetr.batch.schema import BATCH, LIST_KEYS, STACKED_KEYS, batch_problems, batch_sizes
+from dali_streampetr.config.modes import COLLECT_KEYS, SINGLE_FRAME, SLIDING_WINDOW, STREAMING
+from dali_streampetr.loader import build_loader
 
 
 def mode_config(mode: str) -> dict:

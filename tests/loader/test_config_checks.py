@@ -8,9 +8,9 @@ import re
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.validate import ConfigValueError
+from dali_streampetr.config.checks import ConfigValueError
+from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.loader import build_loader
 
 
 def _set(cfg: dict, path: str, value) -> dict:

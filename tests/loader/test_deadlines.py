@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.faults import PipelineStartError
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.loader import build_loader
+from dali_streampetr.pipeline.errors import PipelineStartError
 
 LOADER_DIR = Path(__file__).resolve().parent
 REPO_ROOT = LOADER_DIR.parents[1]
@@ -74,8 +74,8 @@ FROZEN_RUN = textwrap.dedent(
     """
     import sys
     from conftest import tiny_config
-    from dali_streampetr.iterator import build_loader
-    from dali_streampetr.faults import PipelineStalledError
+    from dali_streampetr.loader import build_loader
+    from dali_streampetr.pipeline.errors import PipelineStalledError
 
     loader = build_loader(tiny_config(py_num_workers=0, batch_timeout_s=1.0), sys.argv[1], seed=3)
     try:
@@ -114,8 +114,8 @@ LATE_WORKER = textwrap.dedent(
     """
     import os, signal, sys, time
     from conftest import tiny_config
-    from dali_streampetr.iterator import build_loader
-    from dali_streampetr.faults import PipelineStartError
+    from dali_streampetr.loader import build_loader
+    from dali_streampetr.pipeline.errors import PipelineStartError
 
     late = False
     os.register_at_fork(before=lambda: late and time.sleep(2.5),

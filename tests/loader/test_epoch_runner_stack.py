@@ -22,8 +22,8 @@ def single_frame_config() -> dict:
 def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None) -> tuple[list[int], object]:
     """Train ``epochs`` epochs (from ``resume_from``, if given); the frames every step received."""
     import torch
-    from dali_streampetr.mmdet_adapter import build_mmdet_loader, to_collated
-    from dali_streampetr.stream_state_hook import DaliStreamStateHook
+    from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader, to_collated
+    from dali_streampetr.runner.state_hook import DaliStreamStateHook
     from mmcv.runner import CheckpointHook, EpochBasedRunner
 
     seen: list[int] = []

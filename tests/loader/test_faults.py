@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.bad_images import TooManyBadImagesError
-from dali_streampetr.diagnosis import UndecodableImageError, diagnose
-from dali_streampetr.faults import PipelineStalledError, WorkerDiedError
-from dali_streampetr.image_files import BadImageError, ImageSizeError
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.loader import build_loader
+from dali_streampetr.pipeline.bad_images import TooManyBadImagesError
+from dali_streampetr.pipeline.errors import PipelineStalledError, WorkerDiedError
+from dali_streampetr.pipeline.failure_cause import UndecodableImageError, diagnose
+from dali_streampetr.pipeline.image_files import BadImageError, ImageSizeError
 from float_tolerance import float_atol
 from PIL import Image
 

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import CLASSES, tiny_config
-from dali_streampetr.frame_cache import load_frames, store_folder, store_key, store_path
-from dali_streampetr.frame_sets import labelled_frames, scene_ids
-from dali_streampetr.infos import Frame, read_frames
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.store_build import InfoFileChanged, build_store
-from dali_streampetr.store_file import PREFIX
+from dali_streampetr.frames.records import Frame, read_frames
+from dali_streampetr.frames.store import load_frames, store_folder, store_key, store_path
+from dali_streampetr.frames.store_build import InfoFileChanged, build_store
+from dali_streampetr.frames.store_file import PREFIX
+from dali_streampetr.loader import build_loader
+from dali_streampetr.sampling.frame_sets import labelled_frames, scene_ids
 from loaderbench.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[2] / "overlay"
@@ -179,7 +179,7 @@ LOAD = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {overlay!r})
-    from dali_streampetr.frame_cache import load_frames
+    from dali_streampetr.frames.store import load_frames
     frames = load_frames({ann!r}, {root!r}, {classes!r})
     print(len(frames), frames[len(frames) - 1].token)
     """

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dali_streampetr.augment import AugDraw
-from dali_streampetr.geometry import (
+from dali_streampetr.batch.transforms import (
     apply_bev,
     apply_ida,
     filter_invisible,
@@ -14,6 +13,7 @@ from dali_streampetr.geometry import (
     project,
     transform_boxes2d,
 )
+from dali_streampetr.sampling.augment import AugDraw
 from float_tolerance import float_atol, product_scale, projection_atol
 
 FINAL = (256, 704)
@@ -28,7 +28,7 @@ def make_draw(resize=0.5, crop_w=48, flip=False, rot=0.0, scale=1.0, trans=(0.0,
 
 
 # Independent oracle: float64 numpy written from mmdet3d's LiDARInstance3DBoxes.rotate / scale /
-# translate (a counter-clockwise rotation by ``angle`` about z), not from dali_streampetr.geometry.
+# translate (a counter-clockwise rotation by ``angle`` about z), not from dali_streampetr.batch.transforms.
 def rotated_scaled_boxes(boxes: np.ndarray, angle: float, scale: float, trans: tuple) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     rot = np.array([[c, -s], [s, c]])

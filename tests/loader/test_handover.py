@@ -15,19 +15,19 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.batch_assembly import BatchAssembler
-from dali_streampetr.batch_schema import LIST_KEYS
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.frame_targets import frame_targets
-from dali_streampetr.iterator import DaliStreamLoader, build_loader
-from dali_streampetr.targets import (
+from dali_streampetr.batch.assembly import BatchAssembler
+from dali_streampetr.batch.frame_targets import frame_targets
+from dali_streampetr.batch.schema import LIST_KEYS
+from dali_streampetr.batch.wire import (
     GEOMETRY_WIDTH,
     annotation_records,
     geometry_rows,
     read_record,
     split_geometry,
 )
-from dali_streampetr.training_mode import COLLECT_KEYS
+from dali_streampetr.config.modes import COLLECT_KEYS
+from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.loader import DaliStreamLoader, build_loader
 
 
 def same(a: torch.Tensor, b: np.ndarray) -> bool:
@@ -262,7 +262,7 @@ def test_prefetch_queue_depth_counts_the_batch_run_ahead(tiny_root, monkeypatch,
     """``prefetch_queue_depth - 1`` batches (at least 1) are prepared ahead of the one handed over:
     the run-ahead holds one, DALI's queue the rest (the source runs in process here, so every
     iteration DALI schedules calls it)."""
-    from dali_streampetr.image_source import ImageSource
+    from dali_streampetr.pipeline.source import ImageSource
 
     planned: list[int] = []
     call = ImageSource.__call__

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import CLASSES
-from dali_streampetr import info_columns
-from dali_streampetr.frame_columns import to_columns
-from dali_streampetr.infos import frame_records, sorted_infos
-from dali_streampetr.unpickle import read_pickle_file
+from dali_streampetr.frames import info_columns
+from dali_streampetr.frames.columns import to_columns
+from dali_streampetr.frames.records import frame_records, sorted_infos
+from dali_streampetr.frames.unpickle import read_pickle_file
 
 
 def per_frame_columns(data: dict) -> tuple[dict, dict]:

@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 from conftest import CLASSES
-from dali_streampetr.frame_cache import load_frames
-from dali_streampetr.infos import InfoSchemaError, quat_to_matrix
+from dali_streampetr.frames.records import InfoSchemaError, quat_to_matrix
+from dali_streampetr.frames.store import load_frames
 from float_tolerance import float_atol, product_scale
 
 
@@ -182,7 +182,7 @@ def test_a_pickle_that_runs_code_is_refused_by_name_unless_trusted(tiny_root, ra
 
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_restricted_unpickler_reads_numpy_data_of_every_kind(protocol):
-    from dali_streampetr.unpickle import load_pickle
+    from dali_streampetr.frames.unpickle import load_pickle
 
     data = {
         "arrays": [
@@ -205,7 +205,7 @@ def test_restricted_unpickler_reads_numpy_data_of_every_kind(protocol):
 
 def test_the_synthetic_info_pickles_load_restricted(synthetic_dataset):
     """The converter's real output (StreamPETR's format) needs nothing outside the allowed globals."""
-    from dali_streampetr.unpickle import load_pickle_file
+    from dali_streampetr.frames.unpickle import load_pickle_file
 
     for name in ("nuscenes2d_temporal_infos_train.pkl", "nuscenes2d_temporal_infos_val.pkl"):
         path = synthetic_dataset / name

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.geometry import project
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.batch.transforms import project
+from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.loader import build_loader
 from float_tolerance import BATCH_LIDAR2IMG_OPS, float_atol, projection_atol
 
 
@@ -105,7 +105,7 @@ def test_flip_mirrors_the_camera_matrix(tiny_root):
         frame = loader.frames[plan.index]
     from dataclasses import replace
 
-    from dali_streampetr.frame_targets import frame_targets
+    from dali_streampetr.batch.frame_targets import frame_targets
 
     a = frame_targets(frame, replace(plan.draw, flip=False), loader.cfg)
     b = frame_targets(frame, replace(plan.draw, flip=True), loader.cfg)

@@ -8,8 +8,8 @@ import copy
 import re
 
 import pytest
-from dali_streampetr.config_reader import loader_config_from
-from dali_streampetr.training_mode import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
+from dali_streampetr.config.modes import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
+from dali_streampetr.config.reader import loader_config_from
 from upstream_like import upstream_config
 
 

@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.geometry import project
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.batch.transforms import project
+from dali_streampetr.loader import build_loader
 from float_tolerance import BATCH_LIDAR2IMG_OPS, float_atol, projection_atol
 
 

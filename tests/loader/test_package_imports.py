@@ -9,8 +9,18 @@ import pkgutil
 import dali_streampetr
 import pytest
 
-MMCV_SIDE = {"mmdet_adapter", "integration", "distributed", "stream_state_hook", "schedule_log", "requeue"}
-MODULES = sorted(m.name for m in pkgutil.iter_modules(dali_streampetr.__path__))
+MMCV_SIDE = {
+    "runner.mmdet_adapter",
+    "runner.integration",
+    "runner.distributed",
+    "runner.state_hook",
+    "runner.schedule_log",
+    "runner.requeue",
+}
+MODULES = sorted(
+    m.name.removeprefix("dali_streampetr.")
+    for m in pkgutil.walk_packages(dali_streampetr.__path__, "dali_streampetr.")
+)
 
 
 def test_the_mmcv_side_is_what_the_docs_name() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import tiny_config
-from dali_streampetr.image_files import BadImageError, jpeg_size
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.loader import build_loader
+from dali_streampetr.pipeline.image_files import BadImageError, jpeg_size
 from float_tolerance import float_atol
 from PIL import Image
 
@@ -124,7 +124,7 @@ def test_skip_mode_counts_and_blackens(damaged_root):
 def test_image_size_reads_every_decoder_format_from_its_header(tiny_root, tmp_path):
     import io
 
-    from dali_streampetr.image_files import image_size
+    from dali_streampetr.pipeline.image_files import image_size
 
     img = Image.open(next((tiny_root / "samples" / "CAM_BACK").iterdir())).crop((0, 0, 300, 200))
     for fmt in ("PNG", "BMP", "TIFF", "WEBP", "PPM"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dali_streampetr.placement import local_device_id, pipeline_device
+from dali_streampetr.pipeline.placement import local_device_id, pipeline_device
 
 
 def test_gpu_loader_goes_to_local_rank(monkeypatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import tiny_config
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.loader import build_loader
 from dali_streampetr.resume import CHECKED, FIELD, FIELDS, LoaderStateMismatch, check_state, fitting_state
 
 CKPT = "work/iter_4.pth"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dali_streampetr.schedule import RunSchedule
+from dali_streampetr.runner.schedule import RunSchedule
 
 
 def test_shard_divides_the_data_between_the_ranks() -> None:

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.sequences import group_flags, prev_exists
-from dali_streampetr.stream_sampler import StreamSampler
+from dali_streampetr.sampling.sequences import group_flags, prev_exists
+from dali_streampetr.sampling.stream import StreamSampler
 
 
 def upstream_flags(has_sweeps: list[bool], split: int) -> np.ndarray:

@@ -11,10 +11,10 @@ import shutil
 import numpy as np
 import pytest
 from conftest import tiny_config
-from dali_streampetr.epoch_sampler import GroupEpochSampler, epoch_indices
-from dali_streampetr.iterator import build_loader
+from dali_streampetr.config.modes import SINGLE_FRAME
+from dali_streampetr.loader import build_loader
 from dali_streampetr.resume import LoaderStateMismatch, fitting_state
-from dali_streampetr.training_mode import SINGLE_FRAME
+from dali_streampetr.sampling.epoch import GroupEpochSampler, epoch_indices
 
 
 def single_frame_config(filter_empty_gt: bool = True, **dlc) -> dict:

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from dali_streampetr.frame_targets import frame_targets
-from dali_streampetr.iterator import build_loader
-from dali_streampetr.queues import choose_queue, window
-from dali_streampetr.training_mode import SLIDING_WINDOW
+from dali_streampetr.batch.frame_targets import frame_targets
+from dali_streampetr.config.modes import SLIDING_WINDOW
+from dali_streampetr.loader import build_loader
+from dali_streampetr.sampling.queues import choose_queue, window
 
 T = 3
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import CLASSES
-from dali_streampetr.frame_cache import load_frames, store_key, store_path
-from dali_streampetr.infos import read_frames
-from dali_streampetr.store_build import build_store
-from dali_streampetr.store_file import (
+from dali_streampetr.frames.records import read_frames
+from dali_streampetr.frames.store import load_frames, store_key, store_path
+from dali_streampetr.frames.store_build import build_store
+from dali_streampetr.frames.store_file import (
     ALIGN,
     MAGIC,
     PREFIX,

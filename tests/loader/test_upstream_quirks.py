@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from dali_streampetr.augment import AugDraw
-from dali_streampetr.geometry import apply_ida, ida_matrix
-from dali_streampetr.infos import _labels, _per_cam, quat_to_matrix
+from dali_streampetr.batch.transforms import apply_ida, ida_matrix
+from dali_streampetr.frames.records import _labels, _per_cam, quat_to_matrix
+from dali_streampetr.sampling.augment import AugDraw
 from float_tolerance import float_atol
 
 DRAW = AugDraw(0.4710518892666459, (753, 423), (31, 167, 735, 423), True, 0.0, 0.2, 1.01, (0.0, 0.0, 0.0))

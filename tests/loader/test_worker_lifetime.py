@@ -21,7 +21,7 @@ OWNER = textwrap.dedent(
     """
     import sys, threading, time
     from conftest import tiny_config
-    from dali_streampetr.iterator import build_loader
+    from dali_streampetr.loader import build_loader
 
     holder = {}
 

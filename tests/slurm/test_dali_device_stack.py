@@ -12,7 +12,7 @@ pytestmark = pytest.mark.stack
 
 
 def test_the_dali_device_is_the_local_rank_slurm_gives(slurm_env: ModuleType, monkeypatch) -> None:
-    from dali_streampetr.integration import get_dali_pipeline_distributed_args
+    from dali_streampetr.runner.integration import get_dali_pipeline_distributed_args
     from mmcv import Config
 
     task = {"SLURM_PROCID": "11", "SLURM_NTASKS": "16", "SLURM_LOCALID": "3", "SLURM_JOB_ID": "7"}

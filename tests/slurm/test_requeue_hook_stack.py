@@ -24,7 +24,7 @@ class SignalAt:
         self.iterations, self.due = iterations, {}
 
     def __call__(self):
-        from dali_streampetr.stream_state_hook import checkpoint_due
+        from dali_streampetr.runner.state_hook import checkpoint_due
         from mmcv.runner import Hook
 
         outer = self
@@ -44,7 +44,7 @@ class SignalAt:
 
 def run(tmp_path: Path, signal_at: SignalAt, iters: int = 6) -> Path:
     import torch
-    from dali_streampetr.requeue import CheckpointOnSignalHook
+    from dali_streampetr.runner.requeue import CheckpointOnSignalHook
     from mmcv.runner import CheckpointHook, IterBasedRunner
 
     class Tiny(torch.nn.Module):

@@ -116,7 +116,7 @@ def test_replicate_reaches_the_samplers_and_worker_seeds_keep_the_real_rank(
 
 
 def test_distributed_args(builder, monkeypatch) -> None:
-    from dali_streampetr.integration import get_dali_pipeline_distributed_args
+    from dali_streampetr.runner.integration import get_dali_pipeline_distributed_args
 
     monkeypatch.setenv("LOCAL_RANK", "3")
     assert get_dali_pipeline_distributed_args({"data_loading_config": {"device": "cpu"}}) == {

@@ -61,7 +61,7 @@ def assert_same_stream(a: Path, b: Path, iters: int, ranks: int) -> None:
 def reference_stream(data_root: Path, out: Path, *, world_size: int, mode: str, iters: int) -> Path:
     """The loader's uninterrupted stream for every rank (no model): the slot logs a straight run writes."""
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.integration import build_dali_train_loader
+    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
@@ -145,7 +145,7 @@ def test_ann_file_outside_data_root_is_read_as_given(synthetic_dataset: Path, tm
         pickle.dump({**data, "infos": subset}, f)
 
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.integration import build_dali_train_loader
+    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))

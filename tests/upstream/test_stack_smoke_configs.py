@@ -60,7 +60,7 @@ def test_a_smoke_config_is_its_upstream_config_with_the_cpu_changes(load, name: 
 
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_the_dali_variant_is_read_in_the_upstream_mode(load, name: str) -> None:
-    from dali_streampetr.config_reader import loader_config_from
+    from dali_streampetr.config.reader import loader_config_from
 
     _, batch, final_dim, mode = SMOKE[name]
     settings = loader_config_from(load(f"dali/{name}_dali"))

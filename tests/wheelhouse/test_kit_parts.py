@@ -24,7 +24,7 @@ NEEDED = (
     "scripts/gpukit/plugin.py",
     "scripts/loaderbench/kit.py",
     "scripts/synthdata/__main__.py",
-    "overlay/dali_streampetr/iterator.py",
+    "overlay/dali_streampetr/loader.py",
 )
 
 

@@ -1,0 +1,75 @@
+"""The per-frame training targets as extra DALI outputs: computed in the external-source worker
+process, handed to the training thread ready to wrap.
+
+Two things per camera image travel beside the pixels through DALI (the external source is per
+image, so a sample's own values sit in its cameras' slots):
+
+- ``geometry``: float64 ``(GEOMETRY_WIDTH,)`` per image, fixed shape (part of the pipeline's
+  parameter row, :data:`..pipeline.graph.GEOMETRY`): ``lidar2img``, ``intrinsics``, ``extrinsics`` of that
+  camera, the sample's ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's
+  ``img_timestamp`` and the sample's ``timestamp``. The matrices are float32 values, which float64
+  holds exactly, so the round trip is bit for bit.
+- ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
+  (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
+  camera, empty in the other slots. The record keeps every array's dtype and shape as
+  :func:`.frame_targets.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
+  float64 labels of a frame without boxes). Protocol 4: every array comes back as its own writable
+  copy (protocol 5 lets empty arrays share one buffer). It is written by this package's own worker
+  process and read back by the same loader, never from a file.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+
+MATRIX_KEYS = ("lidar2img", "intrinsics", "extrinsics")  # per camera, (N, 4, 4)
+POSE_KEYS = ("ego_pose", "ego_pose_inv")  # per sample, (4, 4)
+ANNOTATION_KEYS = ("gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "gt_labels", "centers2d", "depths")
+_IMG_TS = 16 * (len(MATRIX_KEYS) + len(POSE_KEYS))
+GEOMETRY_WIDTH = _IMG_TS + 2  # + img_timestamp, timestamp
+_EMPTY = np.zeros(0, dtype=np.uint8)
+
+
+def geometry_rows(targets: dict[str, Any]) -> np.ndarray:
+    """(N, GEOMETRY_WIDTH) float64: one row per camera of one sample (layout in the module doc)."""
+    n = len(targets["lidar2img"])
+    rows = np.empty((n, GEOMETRY_WIDTH), dtype=np.float64)
+    for i, key in enumerate(MATRIX_KEYS):
+        rows[:, 16 * i : 16 * (i + 1)] = targets[key].reshape(n, 16)
+    for i, key in enumerate(POSE_KEYS, start=len(MATRIX_KEYS)):
+        rows[:, 16 * i : 16 * (i + 1)] = targets[key].reshape(1, 16)
+    rows[:, _IMG_TS] = targets["img_timestamp"]
+    rows[:, _IMG_TS + 1] = targets["timestamp"]
+    return rows
+
+
+def annotation_records(targets: dict[str, Any], n_cams: int, plan: dict[str, Any]) -> list[np.ndarray]:
+    """One uint8 array per camera: the sample's record first (its annotations and ``plan``: the
+    iteration, frame index, ``prev_exists`` and draw it was made for), then empty arrays."""
+    record = pickle.dumps({**plan, **{k: targets[k] for k in ANNOTATION_KEYS}}, protocol=4)
+    return [np.frombuffer(record, dtype=np.uint8), *([_EMPTY] * (n_cams - 1))]
+
+
+def split_geometry(rows: np.ndarray, batch: int, n_cams: int) -> dict[str, np.ndarray]:
+    """The batch's collect keys from the (B * N, GEOMETRY_WIDTH) rows, as the stacked originals:
+    ``(B, 1, N, 4, 4)`` float32 matrices, ``(B, 1, 4, 4)`` float32 poses, ``img_timestamp``
+    ``(B, 1, N)`` and ``timestamp`` ``(B, 1)`` float64. Every array is a new contiguous copy."""
+    if rows.shape != (batch * n_cams, GEOMETRY_WIDTH):
+        raise ValueError(f"geometry rows {rows.shape}, expected {(batch * n_cams, GEOMETRY_WIDTH)}")
+    out = {}
+    for i, key in enumerate(MATRIX_KEYS):
+        out[key] = rows[:, 16 * i : 16 * (i + 1)].astype(np.float32).reshape(batch, 1, n_cams, 4, 4)
+    first = rows[::n_cams]  # the per-sample values are repeated in every camera row
+    for i, key in enumerate(POSE_KEYS, start=len(MATRIX_KEYS)):
+        out[key] = first[:, 16 * i : 16 * (i + 1)].astype(np.float32).reshape(batch, 1, 4, 4)
+    out["img_timestamp"] = rows[:, _IMG_TS].reshape(batch, 1, n_cams).copy()
+    out["timestamp"] = first[:, _IMG_TS + 1].reshape(batch, 1).copy()
+    return out
+
+
+def read_record(buf: Any) -> dict[str, Any]:
+    """The annotation record of one sample (a buffer written by :func:`annotation_records`)."""
+    return pickle.loads(memoryview(buf))

@@ -1,0 +1,91 @@
+"""A StreamPETR config (plain dict or mmcv ``Config``) read into a :class:`~.settings.LoaderConfig`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from typing import Any
+
+from .checks import ConfigValueError
+from .modes import dataset_values, refuse, training_mode_from
+from .settings import DALI_KNOBS, GRST_KEYS, IDA_KEYS, AugConfig, LoaderConfig
+from .train_pipeline import check_pipeline
+
+
+def _get(cfg: Any, key: str, default: Any = None) -> Any:
+    if isinstance(cfg, Mapping) or hasattr(cfg, "get"):
+        return cfg.get(key, default)
+    return getattr(cfg, key, default)
+
+
+def _seq(value: Any) -> Any:
+    """Lists become tuples (the config is frozen); anything else is kept for the checks to name."""
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _find_transform(pipeline: Any, name: str) -> Mapping:
+    for step in pipeline or ():
+        if _get(step, "type") == name:
+            return step
+    return {}
+
+
+def _aug_config(ida: Mapping, grst: Mapping) -> AugConfig:
+    """``ida_aug_conf`` and the GlobalRotScaleTransImage step (upstream's defaults where absent)."""
+    kwargs: dict[str, Any] = {k: _seq(ida[k]) for k in IDA_KEYS if k in ida}
+    if grst:
+        kwargs["reverse_angle"] = False  # upstream's default, when the step does not set it
+    kwargs.update({k: _seq(_get(grst, k)) for k in GRST_KEYS if _get(grst, k) is not None})
+    return AugConfig(**kwargs)
+
+
+def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
+    """Read ``ida_aug_conf``, ``img_norm_cfg``, ``point_cloud_range``, ``class_names``,
+    ``data.samples_per_gpu``, the dataset keys of ``data.train`` (the training mode:
+    :mod:`.modes`), its pipeline (``data.train.pipeline``, else ``train_pipeline``: every step
+    checked, :mod:`.train_pipeline`) and the ``data_loading_config`` block; ``overrides`` win over
+    all of them. Raises :class:`~.checks.ConfigValueError` (or its subclass
+    :class:`~.modes.UnsupportedConfigError`) naming the first key the loader cannot use."""
+    data = _get(cfg, "data", {}) or {}
+    train = _get(data, "train", {}) or {}
+    pipeline = _get(train, "pipeline") or _get(cfg, "train_pipeline")
+    ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
+    kwargs: dict[str, Any] = {"aug": _aug_config(ida, _find_transform(pipeline, "GlobalRotScaleTransImage"))}
+    norm = _get(cfg, "img_norm_cfg", {}) or {}
+    for key in ("mean", "std", "to_rgb"):
+        if _get(norm, key) is not None:
+            kwargs[key] = _seq(_get(norm, key))
+    if _get(cfg, "point_cloud_range") is not None:
+        kwargs["point_cloud_range"] = _seq(_get(cfg, "point_cloud_range"))
+    names = _get(cfg, "class_names") or _get(train, "classes")
+    if names:
+        kwargs["class_names"] = _seq(names)
+    pad = _find_transform(pipeline, "PadMultiViewImage")
+    if _get(pad, "size_divisor") is not None:
+        kwargs["size_divisor"] = _get(pad, "size_divisor")
+    if _get(data, "samples_per_gpu") is not None:
+        kwargs["samples_per_gpu"] = _get(data, "samples_per_gpu")
+    kwargs["seq_split_num"] = dataset_values(train)["seq_split_num"]
+    if _get(train, "ann_file"):
+        kwargs["ann_file"] = str(_get(train, "ann_file"))
+    dlc = _get(cfg, "data_loading_config", {}) or {}
+    unknown = set(dlc) - set(DALI_KNOBS)
+    if unknown:
+        raise ConfigValueError(
+            f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})"
+        )
+    kwargs.update({k: dlc[k] for k in DALI_KNOBS if k in dlc})
+    known = {f.name for f in fields(LoaderConfig)}
+    bad = set(overrides) - known
+    if bad:
+        raise TypeError(f"unknown loader settings: {sorted(bad)}")
+    kwargs.update(overrides)
+    result = LoaderConfig(**kwargs)  # checks every value (config/checks.py)
+    if "mode" not in overrides:
+        result = replace(result, mode=training_mode_from(cfg, result.class_names))
+    if pipeline is not None:
+        check_pipeline(pipeline, result)
+    if result.mode.epoch_based and result.offset_order_per_rank:
+        raise refuse("data_loading_config.offset_order_per_rank", True, "False with seq_mode=False",
+                     "upstream's DistributedGroupSampler takes no per-rank seed offset")  # fmt: skip
+    return result

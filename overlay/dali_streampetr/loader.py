@@ -1,0 +1,255 @@
+"""The DALI training loader: the DataLoader protocol around a pipeline it builds, runs one batch
+ahead, rebuilds after a failure and closes (batches: :mod:`.batch.assembly`; faults:
+:mod:`.pipeline.failure_cause`, :mod:`.pipeline.bad_images`; resume: :mod:`.resume`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .batch.assembly import BatchAssembler
+from .config.reader import loader_config_from
+from .config.settings import LoaderConfig
+from .frames.records import Frame
+from .frames.store import load_frames
+from .pipeline.bad_images import BadImagePolicy
+from .pipeline.failure_cause import diagnose
+from .pipeline.graph import build_pipeline
+from .pipeline.placement import pipeline_device
+from .pipeline.source import ImageSource
+from .pipeline.start import build_within
+from .pipeline.watchdog import AssemblyError, PipelineWatchdog
+from .pipeline.workers import worker_processes
+from .resume import check_state, loader_state
+from .sampling.args import sampler_args
+from .sampling.plan import BatchPlanner
+
+Collate = Callable[[dict[str, Any]], Any]
+
+
+def plain(batch: dict[str, Any]) -> dict[str, Any]:
+    """The default collate: the plain batch (:mod:`.batch.schema`)."""
+    return batch
+
+
+class DaliStreamLoader:
+    """Drop-in for StreamPETR's training DataLoader, in its three training modes.
+
+    Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
+    shapes and dtypes: :mod:`.batch.schema`; ``collate`` is applied on the training thread before the
+    next batch is started: the mmdet adapter's DataContainer wrap, :mod:`.runner.mmdet_adapter`).
+
+    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue, the
+    targets were computed beside them in the external source (in its worker process when
+    ``py_num_workers > 0``), and the batch was taken from DALI and assembled on the watchdog's
+    thread as soon as the previous one was handed over, while the model trained. ``img`` is DALI's
+    own output buffer, not a copy; the tensor owns it (DALI's dynamic executor never reuses a
+    buffer that is still referenced), so every returned tensor stays valid for as long as it is
+    kept, across later ``next()`` calls and ``close()``. With ``device_id`` set (``device='gpu'``:
+    the current CUDA device when not given) the images are a CUDA tensor on that GPU, copied in
+    ``next()`` on the training thread's current CUDA stream.
+
+    Faults: ``next()`` never waits longer than ``batch_timeout_s`` (a dead worker raises at once);
+    after any error the pipeline is discarded and the next ``next()`` rebuilds it at the failed
+    iteration, so every batch carries the pixels of its own frames. ``on_bad_image='skip'`` serves
+    unreadable or undecodable images black, without their 2D annotations, logged on ``logger``.
+    """
+
+    def __init__(
+        self,
+        cfg: LoaderConfig,
+        data_root: str | Path,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        device_id: int | None = None,
+        ann_file: str | Path | None = None,
+        collate: Collate = plain,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._pipe = None
+        self._watchdog: PipelineWatchdog | None = None
+        self.cfg, self.rank, self.world_size, self.seed = cfg, rank, world_size, seed
+        self.device_id = pipeline_device(cfg.device, device_id)
+        ann = Path(ann_file) if ann_file else Path(data_root) / Path(cfg.ann_file).name
+        self.frames: list[Frame] = load_frames(
+            ann, data_root, cfg.class_names, trusted_pickle=cfg.trusted_pickle
+        )
+        self.n_cams = len(self.frames[0].cam_names)
+        self.sampler_args = sampler_args(cfg, self.frames, rank=rank, world_size=world_size, seed=seed)
+        self.planner = BatchPlanner.from_args(self.sampler_args, cfg, seed)
+        self.sampler = self.planner.sampler
+        self.iteration = 0
+        self._iter_start = 0  # the iteration at which the caller's last iter() began (epoch modes)
+        self.logger = logger or logging.getLogger("dali_streampetr")
+        self.bad_image_policy = BadImagePolicy(cfg.on_bad_image, cfg.max_bad_images)
+        self.assembler = BatchAssembler(cfg, self.frames, self.n_cams)
+        self.collate = collate
+
+    @property
+    def bad_images(self) -> int:
+        """Images served black so far (``on_bad_image='skip'``)."""
+        return self.bad_image_policy.images
+
+    # -- DataLoader protocol -------------------------------------------------------------------
+    def __iter__(self) -> DaliStreamLoader:
+        self._iter_start = self.iteration
+        return self
+
+    def __len__(self) -> int:
+        """Like the original loader: streaming, the number of frames (the stream itself is infinite);
+        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch)."""
+        return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
+
+    def __next__(self) -> Any:
+        if (
+            self.cfg.mode.epoch_based
+            and self.iteration % len(self) == 0
+            and self.iteration != self._iter_start
+        ):
+            raise StopIteration  # the end of an epoch; the next iter() starts the next one
+        while True:
+            if self._pipe is None:
+                self._build()
+            try:
+                batch = self._watchdog.run(self.iteration)
+            except AssemblyError as exc:
+                self._discard()  # the pipeline is one batch ahead now: rebuild on retry
+                raise exc.error from None  # the assembly's own error, as if raised here
+            except Exception as exc:
+                self._discard()
+                error = self._diagnose(exc)
+                if self.bad_image_policy.retry(error):
+                    continue  # rebuild at this iteration, those files black
+                raise error from exc
+            try:
+                batch = self.assembler.hand_over(batch, self.device_id)
+                self.bad_image_policy.record(batch, self.frames, self.logger)
+                batch = self.collate(batch)
+            except Exception:
+                self._discard()
+                raise
+            self.iteration += 1
+            self._watchdog.request(self.iteration)  # run and assemble the next batch while this one trains
+            return batch
+
+    def _build(self) -> None:
+        """A new pipeline whose first batch is ``self.iteration``."""
+        source = ImageSource(
+            self.cfg,
+            self.sampler_args,
+            self.seed,
+            self.frames,
+            self.iteration,
+            frozenset(self.bad_image_policy.replaced),
+        )
+        self._pipe = build_within(
+            lambda: build_pipeline(source, self.n_cams, self.device_id, self.seed),
+            self.cfg.start_timeout_s,
+            self.iteration,
+        )
+        self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s, self.assembler.assemble)
+
+    def _discard(self) -> None:
+        """Drop a pipeline after an error. Its prefetch queue holds later iterations, so it must
+        not be asked again. Workers are killed rather than asked to stop: DALI's graceful stop can
+        block on a queue lock a dead worker held."""
+        pipe, watchdog = self._pipe, self._watchdog
+        self._pipe = self._watchdog = None
+        if pipe is None:
+            return
+        for proc in worker_processes(pipe):
+            if proc.exitcode is None:
+                proc.kill()
+        for proc in worker_processes(pipe):
+            proc.join(5)
+        if not watchdog.stuck:
+            watchdog.stop()
+
+    def worker_pids(self) -> list[int]:
+        """Pids of the current pipeline's python worker processes (empty before the first batch)."""
+        return [p.pid for p in worker_processes(self._pipe)] if self._pipe is not None else []
+
+    def close(self) -> None:
+        """Stop the pipeline and its worker processes."""
+        if self._pipe is None:
+            return
+        if not self._watchdog.settle():  # a run-ahead that does not end
+            self._discard()
+            return
+        pipe, self._pipe = self._pipe, None
+        self._watchdog.stop()
+        self._watchdog = None
+        pool = getattr(pipe, "_py_pool", None)
+        if pool is not None:
+            pool.close()
+        # Stop DALI's executor threads now, as the pipeline's __del__ would once the last reference
+        # (a cycle, a batch) is gone: a thread of this pipeline still running while the next loader
+        # forks its workers can hand the child a lock it holds, and the child's start then hangs.
+        shutdown = getattr(pipe, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        del pipe
+
+    def __enter__(self) -> DaliStreamLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- resume ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Position in the data stream and what it depends on (:data:`.resume.FIELDS`). Draws and
+        sampler are functions of the iteration, so this is all a resumed run needs to continue the
+        exact stream."""
+        return loader_state(self)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue at ``state``'s iteration; :class:`~.resume.LoaderStateMismatch` (naming the
+        field and the fix) when the state is of another stream."""
+        check_state(state, self.state_dict())
+        self.close()
+        self.iteration = int(state["iteration"])
+
+    def _diagnose(self, exc: Exception) -> Exception:
+        """:func:`.pipeline.failure_cause.diagnose` over this and the prefetched iterations' frames."""
+        iterations = range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1)
+        planned = (p.index for i in iterations for p in self.planner.plan(i))
+        return diagnose(exc, self.frames, planned, self.iteration)
+
+
+def build_loader(
+    config: Any,
+    data_root: str | Path,
+    *,
+    rank: int | None = None,
+    world_size: int | None = None,
+    seed: int = 0,
+    device_id: int | None = None,
+    ann_file: str | Path | None = None,
+    collate: Collate = plain,
+    logger: logging.Logger | None = None,
+    **overrides: Any,
+) -> DaliStreamLoader:
+    """Loader from a StreamPETR config (dict or mmcv Config). Rank / world size default to the
+    initialised ``torch.distributed`` group, else (0, 1). ``ann_file`` is the info pickle as given
+    (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
+    named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
+    ``overrides``: ``data_loading_config`` keys."""
+    if rank is None or world_size is None:
+        dist = torch.distributed
+        ready = dist.is_available() and dist.is_initialized()
+        rank = dist.get_rank() if ready else 0
+        world_size = dist.get_world_size() if ready else 1
+    return DaliStreamLoader(
+        loader_config_from(config, **overrides), data_root, rank=rank, world_size=world_size, seed=seed,
+        device_id=device_id, ann_file=ann_file, collate=collate, logger=logger,
+    )  # fmt: skip

@@ -1,0 +1,102 @@
+"""The DALI graph: encoded images + per-image parameters in, normalised CHW float32 images out, with
+the per-frame training targets (computed by the external source, :mod:`.source`) passed through.
+
+Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
+cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
+where the crop leaves the resized image, horizontal flip + normalisation (+ BGR->RGB via the decoder's
+output type), padding to the size divisor.
+"""
+
+from __future__ import annotations
+
+from ..batch.image_params import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
+from .lifeline import forking_workers
+from .source import ImageSource
+
+
+def dali_queue_depth(prefetch_queue_depth: int) -> int:
+    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the loader's run-ahead
+    (:mod:`.watchdog`) holds one of the batches prepared ahead, DALI the others. The batches ahead
+    of the training thread, and their memory, stay what DALI's depth alone gave before the
+    run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
+    return max(1, prefetch_queue_depth - 1)
+
+
+def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
+    """The DALI pipeline for ``samples_per_gpu * T * n_cams`` images per iteration (``T`` frames per
+    sample: the mode's ``queue_length``).
+
+    Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
+    records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
+    Images are on the GPU ``device_id`` when it is given (decoded there with ``device='gpu'``;
+    copied there by DALI, ahead of time, with ``device='cpu'``), else in host memory. The dynamic
+    executor is forced: every output is a buffer of its own, alive as long as something references
+    it, so the loader hands them out without a copy.
+
+    The external-source worker is forked while no CUDA context exists in this process: it shares the
+    loader's memory (frames, imported modules) instead of importing torch and DALI a second time
+    (150-400 MB less). DALI refuses to fork once CUDA is initialised (a GPU model built first);
+    then the worker is spawned.
+    """
+    from nvidia.dali import backend, fn, pipeline_def, types
+
+    cfg = source.cfg
+    fH, fW = cfg.aug.final_dim
+    gpu = cfg.device == "gpu"
+    on_device = device_id is not None
+    parallel = cfg.py_num_workers > 0
+    fork = parallel and not backend.IsDriverInitialized()
+
+    @pipeline_def(
+        batch_size=cfg.samples_per_gpu * cfg.mode.queue_length * n_cams,
+        num_threads=cfg.num_threads,
+        device_id=device_id,
+        seed=seed,
+        exec_dynamic=True,
+        prefetch_queue_depth=dali_queue_depth(cfg.prefetch_queue_depth),
+        py_num_workers=max(1, cfg.py_num_workers),
+        py_start_method="fork" if fork else "spawn",
+    )
+    def graph():
+        extra = {"parallel": True, "prefetch_queue_depth": cfg.prefetch_queue_depth} if parallel else {}
+        encoded, rows, records = fn.external_source(
+            source=source, num_outputs=3, batch=True, batch_info=True, **extra
+        )
+
+        def field(part: slice | int, dtype):
+            """A part of the parameter row (an element or a slice), cast for the operator."""
+            return fn.cast(rows[part], dtype=dtype)
+
+        decoder = {"device": "mixed" if gpu else "cpu", "output_type": types.RGB if cfg.to_rgb else types.BGR}
+        if cfg.roi_decode:
+            start, shape = field(DECODE_START, types.INT32), field(DECODE_SHAPE, types.INT32)
+            img = fn.decoders.image_slice(encoded, start, shape, axis_names="HW", **decoder)
+        else:
+            img = fn.decoders.image(encoded, **decoder)
+        img = fn.resize(
+            img,
+            size=field(OUT_SIZE, types.FLOAT),
+            roi_start=field(ROI_START, types.FLOAT),
+            roi_end=field(ROI_END, types.FLOAT),
+            interp_type=types.INTERP_CUBIC,
+            antialias=True,
+        )
+        img = fn.pad(img, axis_names="HW", shape=[fH, fW])
+        img = fn.crop_mirror_normalize(
+            img,
+            mirror=field(FLIP, types.INT32),
+            mean=list(cfg.mean),
+            std=list(cfg.std),
+            output_layout="CHW",
+            dtype=types.FLOAT,
+        )
+        if fH % cfg.size_divisor or fW % cfg.size_divisor:
+            img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])
+        if on_device and not gpu:
+            img = img.gpu()
+        return img, rows, records
+
+    pipe = graph()
+    with forking_workers():  # forked workers end when this process dies (:mod:`.lifeline`)
+        pipe.build()
+    return pipe

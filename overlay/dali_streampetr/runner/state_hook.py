@@ -1,0 +1,77 @@
+"""The mmcv hook that keeps the DALI loader's stream position in every checkpoint and continues it
+on resume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.distributed as dist
+from mmcv.runner import CheckpointHook, Hook
+from mmdet.utils import get_root_logger
+
+from ..resume import META_KEY, fitting_state
+from .checkpoint_check import checkpoint_meta
+from .mmdet_adapter import MMDetDaliLoader
+
+
+class DaliStreamStateHook(Hook):
+    """Every checkpoint carries each rank's loader state (``meta['dali_loader']['ranks']``); on
+    resume each rank checks its entry against its own loader (:func:`..resume.fitting_state`) and
+    continues at the runner's iteration, before the first batch builds the pipeline. A state that
+    does not fit is refused."""
+
+    def __init__(self, loader: MMDetDaliLoader, cfg: Any) -> None:
+        self.loader, self.cfg = loader, cfg
+
+    def before_run(self, runner: Any) -> None:
+        checkpoint = self.cfg.get("resume_from")
+        if not checkpoint:
+            return
+        meta = checkpoint_meta(checkpoint)  # the weights were read once already by resume()
+        mine = self.loader.state_dict()
+        if META_KEY not in meta:
+            get_root_logger().warning(
+                f"{checkpoint} holds no DALI loader state (written by the PyTorch loader?): the DALI "
+                f"stream continues at iteration {runner.iter} without checking that it is the same stream"
+            )
+            state = {**mine, "iteration": runner.iter}
+        else:
+            state = fitting_state(meta[META_KEY], mine, iteration=runner.iter, checkpoint=checkpoint)
+        self.loader.load_state_dict(state)
+        get_root_logger().info(f"DALI loader: resumed the data stream at iteration {runner.iter}")
+
+    def after_train_iter(self, runner: Any) -> None:
+        if checkpoint_due(runner, by_epoch=False):
+            self._store(runner)
+
+    def after_train_epoch(self, runner: Any) -> None:
+        if checkpoint_due(runner, by_epoch=True):
+            self._store(runner)
+
+    def _store(self, runner: Any) -> None:
+        mine = self.loader.state_dict()
+        ranks = [mine]
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            ranks = [None] * dist.get_world_size()
+            dist.all_gather_object(ranks, mine)
+        if runner.meta is None:
+            runner.meta = {}
+        runner.meta[META_KEY] = {"ranks": ranks}
+
+
+def checkpoint_due(runner: Any, *, by_epoch: bool = False) -> bool:
+    """Whether a CheckpointHook saves after this iteration (``by_epoch=False``) or epoch (the same
+    test it makes), or, after an iteration, another hook that says so through
+    ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``); every rank reaches the
+    same answer, so the gather above is collective."""
+
+    def due(h: Any) -> bool:
+        if not isinstance(h, CheckpointHook):
+            return not by_epoch and getattr(h, "saves_checkpoint_after", lambda runner: False)(runner)
+        if h.by_epoch != by_epoch:
+            return False
+        if by_epoch:
+            return h.every_n_epochs(runner, h.interval) or (h.save_last and h.is_last_epoch(runner))
+        return h.every_n_iters(runner, h.interval) or (h.save_last and h.is_last_iter(runner))
+
+    return any(due(h) for h in runner.hooks)
