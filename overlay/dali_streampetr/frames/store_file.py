@@ -1,12 +1,12 @@
 """One file of named numpy arrays, written atomically and mapped read-only, trusted only once checked.
 
-Layout: ``MAGIC``, the header length (8 bytes, little endian), the SHA-256 (32 bytes) of everything
-after it, a JSON header (the caller's ``key`` and ``meta``, every array's dtype, shape and offset,
-the data size), zero padding to ``ALIGN``, then the arrays, each starting on an ``ALIGN`` boundary.
-The digest covers the header length, the header, the padding and the data: every byte that decides
-what is read. :func:`write_store` writes a temporary file (created ``O_EXCL | O_NOFOLLOW``) in the
-target's folder, fsyncs it, renames it over the target and fsyncs the folder: a reader sees the old
-file, the new one or none, never a part.
+Layout: ``MAGIC``, the header length (8 bytes, little endian), the SHA-256 (32 bytes) of the length
+and of everything after the digest, a JSON header (the caller's ``key`` and ``meta``, every array's
+dtype, shape and offset, the data size), zero padding to ``ALIGN``, then the arrays, each starting
+on an ``ALIGN`` boundary: the digest covers every byte that decides what is read.
+:func:`write_store` writes it with :func:`write_atomic` (a temporary file created
+``O_EXCL | O_NOFOLLOW`` in the target's folder, fsynced, renamed over the target, the folder
+fsynced): a reader sees the old file, the new one or none, never a part.
 
 :func:`open_store` opens the file ``O_NOFOLLOW``, checks its owner and mode (:func:`check_owner`),
 then magic, header, key, layout (every array of an allowed dtype, inside the data, none
@@ -24,7 +24,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -106,6 +106,31 @@ def _layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], int]:
     return entries, offset
 
 
+def write_atomic(
+    path: Path, write: Callable[[BinaryIO], None], checkpoint: Callable[[str], None] = lambda step: None
+) -> None:
+    """``write(f)`` into a temporary file in ``path``'s folder (created ``O_EXCL | O_NOFOLLOW``: a
+    link planted at its name is refused, its target untouched), fsync it, rename it over ``path``
+    and fsync the folder (``checkpoint("written")`` before the rename, ``("published")`` after)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "temporary file")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        checkpoint("written")
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        checkpoint("published")
+    finally:
+        tmp.unlink(missing_ok=True)  # ours (O_EXCL): gone after the rename, else a partial file
+
+
 def write_store(
     path: Path,
     arrays: Mapping[str, np.ndarray],
@@ -113,8 +138,8 @@ def write_store(
     meta: Mapping[str, Any],
     checkpoint: Callable[[str], None] = lambda step: None,
 ) -> None:
-    """Write ``arrays`` to ``path`` (atomically, see the module doc). ``checkpoint(step)`` is called
-    after each step that writes (the fault-injection points of the tests)."""
+    """Write ``arrays`` to ``path`` (atomically, :func:`write_atomic`). ``checkpoint(step)`` is
+    called after each step that writes (the fault-injection points of the tests)."""
     for name, arr in arrays.items():
         _allowed_dtype(arr.dtype.str, name)
     entries, size = _layout(arrays)
@@ -124,31 +149,19 @@ def write_store(
     covered = len(header).to_bytes(8, "little") + header
     covered += b"\0" * (_data_start(len(header)) - PREFIX - len(header))
     digest = hashlib.sha256(covered)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "temporary file")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.seek(PREFIX + len(covered) - 8)
-            for name, arr in arrays.items():
-                data = np.ascontiguousarray(arr).tobytes()
-                data += b"\0" * (-len(data) % ALIGN)
-                digest.update(data)
-                f.write(data)
-                checkpoint(f"frame-store:{name}")
-            f.seek(0)
-            f.write(MAGIC + covered[:8] + digest.digest() + covered[8:])
-            f.flush()
-            os.fsync(f.fileno())
-        checkpoint("frame-store:written")
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        checkpoint("frame-store:published")
-    finally:
-        tmp.unlink(missing_ok=True)  # ours (O_EXCL): gone after the rename, else a partial file
+
+    def write(f: BinaryIO) -> None:
+        f.seek(PREFIX + len(covered) - 8)
+        for name, arr in arrays.items():
+            data = np.ascontiguousarray(arr).tobytes()
+            data += b"\0" * (-len(data) % ALIGN)
+            digest.update(data)
+            f.write(data)
+            checkpoint(f"frame-store:{name}")
+        f.seek(0)
+        f.write(MAGIC + covered[:8] + digest.digest() + covered[8:])
+
+    write_atomic(path, write, lambda step: checkpoint(f"frame-store:{step}"))
 
 
 def _data_start(header_len: int) -> int:
