@@ -40,7 +40,10 @@ ARRAYS = {
 }
 KEY = {"format": 2, "info_sha256": "ab" * 32, "class_names": ["car", "truck"]}
 META = {"n_cams": 6, "empty_shapes": [[0], [0, 4]], "frames": 3}
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
 
 
 class Original(bytes):

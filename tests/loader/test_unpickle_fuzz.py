@@ -15,7 +15,10 @@ from dali_streampetr.frames.unpickle import SAFE_GLOBALS, RestrictedUnpickler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=200, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
 SAMPLE = {
     "infos": [{"token": "t0", "timestamp": 1.5, "gt_boxes": np.zeros((2, 7), np.float32),
                "names": np.array(["car", "bus"]), "valid": np.array([True, False]), "n": np.int64(3)}],

@@ -15,7 +15,10 @@ from overlaytool.pins import Pin, load_pin
 from overlaytool.targets import CONFIG, Target, load_targets
 
 REPO = Path(__file__).resolve().parents[2]
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=200, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
 REAL_PIN = (REPO / "upstream" / "streampetr.toml").read_text()
 REAL_CONFIG = (REPO / CONFIG).read_text()
 VALUES = st.sampled_from(

@@ -33,7 +33,10 @@ PLACES = [
     ("files", 0, "name"),
     ("files", 0, "parts", 0, "name"),
 ]
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=200, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
 
 
 def write_kit(tmp_path: Path, manifest: object) -> Path:
