@@ -1,6 +1,6 @@
-"""The settings table of docs/loader.md (and any such table of the README) is ``LoaderConfig``: one
-row per ``data_loading_config`` key, each with the field's default, and no row for a key the loader
-does not have. The DALI config that spells out every knob names each one at its default."""
+"""The settings table of docs/loader.md is ``LoaderConfig``: one row per ``data_loading_config``
+key, each with the field's default, and no row for a key the loader does not have; the README
+restates none of it. The DALI config that spells out every knob names each one at its default."""
 
 from __future__ import annotations
 
@@ -80,10 +80,19 @@ def test_the_settings_table_is_loader_config() -> None:
     assert table_problems((ROOT / "docs" / "loader.md").read_text(), knob_defaults()) == []
 
 
-def test_the_readme_restates_no_setting_differently() -> None:
+def test_the_readme_restates_no_setting_and_points_to_the_table() -> None:
+    """A second table would drift from the first: the README links to docs/loader.md's instead."""
     readme = (ROOT / "README.md").read_text()
-    rows = table_rows(readme)
-    assert not rows or table_problems(readme, knob_defaults()) == []
+    assert not HEADER.search(readme) and table_rows(readme) == []
+    assert "[docs/loader.md](docs/loader.md)" in readme
+
+
+def test_a_missing_or_renamed_table_is_reported_key_by_key() -> None:
+    defaults = knob_defaults()
+    every = [f"no row for {', '.join(defaults)}"]
+    assert table_problems("", defaults) == every
+    renamed = HEADER.sub("| setting | default |", (ROOT / "docs" / "loader.md").read_text())
+    assert table_problems(renamed, defaults) == every
 
 
 def test_dali_knobs_are_the_knob_fields_in_order() -> None:

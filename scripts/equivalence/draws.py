@@ -95,8 +95,9 @@ def _columns(a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def compare_draws(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], pad_below: float) -> dict:
-    """KS for resize, crop_w, rot_angle, scale_ratio; chi-squared for flip and for padding
-    (resize < ``pad_below``); exact for the constants (rotate, translation)."""
+    """KS for resize, crop_w, rot_angle, scale_ratio and a translation either side draws
+    (``translation_std`` > 0); chi-squared for flip and for padding (resize < ``pad_below``); exact
+    for the constants (rotate, a translation of std 0)."""
     from scipy import stats
 
     out: dict[str, Any] = {}
@@ -109,6 +110,11 @@ def compare_draws(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], pa
         out[key] = {"test": "chi2_contingency", "statistic": float(res.statistic), "p": float(res.pvalue),
                     "counts": {"dali": table[0].tolist(), "upstream": table[1].tolist()}}  # fmt: skip
     for key in ("rotate", "tx", "ty", "tz"):
+        drawn = key != "rotate" and any(len(np.unique(d[key])) > 1 for d in (ours, theirs))
+        if drawn:  # a translation_std > 0: normal draws (either side drawing them, the other not: KS fails)
+            res = stats.ks_2samp(ours[key], theirs[key])
+            out[key] = {"test": "ks_2samp", "statistic": float(res.statistic), "p": float(res.pvalue)}
+            continue
         values = np.unique(np.concatenate([ours[key], theirs[key]]))
         out[key] = {"test": "constant", "values": values.tolist(), "p": 1.0 if len(values) == 1 else 0.0}
     tests = sum(entry["test"] != "constant" for entry in out.values())

@@ -29,9 +29,61 @@ def load_manifest(kit: Path) -> dict:
         manifest = json.loads((kit / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
         raise CheckError(f"{kit / MANIFEST}: unreadable ({exc}); is {kit} a gpu_check kit?") from None
-    if manifest.get("format") != FORMAT:
-        raise CheckError(f"{kit / MANIFEST}: format {manifest.get('format')!r}, this runner reads {FORMAT}")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        got = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise CheckError(f"{kit / MANIFEST}: format {got!r}, this runner reads {FORMAT}")
+    problem = manifest_problem(manifest)
+    if problem:
+        raise CheckError(f"{kit / MANIFEST}: {problem}; refusing the kit, build it again")
     return manifest
+
+
+def _plain_name(value: object) -> bool:
+    """A file name of one component inside its folder: no separator, ``..``, or NUL."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and not any(c in value for c in "/\\\0")
+        and Path(value).name == value
+    )
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _digest(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def manifest_problem(manifest: dict) -> str | None:
+    """What makes ``manifest`` unusable (a name with ``/``, ``..`` or absolute, a size that is not a
+    count, a malformed hash, a missing key), or None: no name it holds leaves the kit's folders."""
+    if not _plain_name(manifest.get("parts_dir")):
+        return f"parts_dir {manifest.get('parts_dir')!r} is not a plain folder name"
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        return "files is not a list"
+    for i, entry in enumerate(files):
+        parts = entry.get("parts") if isinstance(entry, dict) else None
+        if not isinstance(parts, list) or not parts:
+            return f"files[{i}] has no parts"
+        named = [(f"files[{i}]", entry), *((f"files[{i}].parts[{k}]", p) for k, p in enumerate(parts))]
+        for where, item in named:
+            if not isinstance(item, dict):
+                return f"{where} is not an object"
+            if not _plain_name(item.get("name")):
+                return f"{where}: name {item.get('name')!r} is not a plain file name"
+            if not _count(item.get("size")) or not _digest(item.get("sha256")):
+                return f"{where}: size or sha256 missing or malformed"
+    locks = manifest.get("locks", {})
+    if not isinstance(locks, dict) or not all(isinstance(k, str) and _plain_name(locks[k]) for k in locks):
+        return f"locks {locks!r} does not map python tags to plain file names"
+    if "source" in manifest and not _plain_name(manifest["source"]):
+        return f"source {manifest['source']!r} is not a plain file name"
+    if "dali_cuda" in manifest and not _count(manifest["dali_cuda"]):
+        return f"dali_cuda {manifest['dali_cuda']!r} is not a CUDA major version"
+    return None
 
 
 def verify_part(part: Path, want: dict) -> None:

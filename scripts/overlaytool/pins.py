@@ -40,8 +40,10 @@ def read_toml(path: Path, missing: str) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise OverlayError(f"{path}: {missing}") from exc
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise OverlayError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:  # a folder, no permission, ...
+        raise OverlayError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
 
 
 def load_pin(path: Path) -> Pin:
@@ -58,8 +60,11 @@ def load_pin(path: Path) -> Pin:
         raise OverlayError(f"{path}: key 'url' is not a git URL: {data['url']!r}")
     if "source" in data and (not isinstance(data["source"], str) or not URL_RE.match(data["source"])):
         raise OverlayError(f"{path}: key 'source' is not a git URL: {data['source']!r}")
+    for key in ("tag", "date"):
+        if key in data and not isinstance(data[key], str):
+            raise OverlayError(f"{path}: key '{key}' must be a string, got {data[key]!r}")
     checkout = data["checkout"]
-    if Path(checkout).is_absolute() or ".." in Path(checkout).parts:
+    if "\0" in checkout or Path(checkout).is_absolute() or ".." in Path(checkout).parts:
         raise OverlayError(f"{path}: key 'checkout' must be a path inside the repository, got {checkout!r}")
     return Pin(
         file=path,

@@ -44,7 +44,7 @@ def _inside(root: Path, config: Path, where: str, key: str, value: object) -> Pa
     """`value` as a path inside the project root; anything else is an error naming the key."""
     if not isinstance(value, str) or not value.strip():
         raise OverlayError(f"{config}: {where}: key '{key}' is missing or not a non-empty string")
-    if Path(value).is_absolute() or ".." in Path(value).parts:
+    if "\0" in value or Path(value).is_absolute() or ".." in Path(value).parts:
         raise OverlayError(f"{config}: {where}: key '{key}' must be a path inside the project, got {value!r}")
     return root / value
 

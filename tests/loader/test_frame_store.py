@@ -21,6 +21,7 @@ from conftest import CLASSES, tiny_config
 from dali_streampetr.frames.records import Frame, read_frames
 from dali_streampetr.frames.store import load_frames, store_folder, store_key, store_path
 from dali_streampetr.frames.store_build import InfoFileChanged, build_store
+from dali_streampetr.frames.store_file import PREFIX
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.args import labelled_frames, scene_ids
 from loaderbench.replica import replicate
@@ -146,7 +147,7 @@ def _flip_data_byte(path: Path) -> None:
 
 def _garble_header(path: Path) -> None:
     with path.open("r+b") as f:
-        f.seek(30)
+        f.seek(PREFIX)  # the first bytes of the JSON header
         f.write(b"{{{{")
 
 

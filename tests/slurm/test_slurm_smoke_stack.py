@@ -34,7 +34,7 @@ def test_srun_trains_warned_and_requeued_on_the_exact_stream_and_evaluates(
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
     assert "saved on the signal, the job requeued itself" in out
-    assert "shard: 2 starts, each requeued one resumed from latest.pth" in out
+    assert "shard: 2 starts, each requeued one resumed from an iter_N.pth" in out
     assert "all losses finite" in out and "slurm_shard: checkpoint iter_3.pth:" in out
     assert "split checked: sharded" in out
     assert "slots: identical: 2 rank(s), 6 rank-iterations" in out  # the resumed run vs straight

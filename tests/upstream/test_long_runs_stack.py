@@ -42,7 +42,7 @@ def test_one_process_resume_continues_the_exact_stream_and_validates(
     first = train(synthetic_dataset, resumed, "--iters", str(N), "--auto-resume")
     assert "auto-resume: no checkpoint in" in first
     second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume")
-    assert f"auto-resume: resuming from {resumed / 'latest.pth'}" in second
+    assert f"auto-resume: resuming from {resumed / f'iter_{N}.pth'}" in second  # by number
     # iter_N.pth resumes with iteration N+1: no iteration is trained (or logged) twice
     assert f"Iter [{N + 1}/{2 * N}]" in second and f"Iter [{N}/{2 * N}]" not in second, second[-3000:]
     lines = (resumed / "slots_rank0.jsonl").read_text().splitlines()

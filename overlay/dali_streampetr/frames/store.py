@@ -7,6 +7,11 @@ version and the source of the modules that compute the frames. The folder is
 (``$STREAMPETR_DALI_CACHE``, else ``$XDG_CACHE_HOME/streampetr-dali``, else
 ``~/.cache/streampetr-dali``): nothing is written next to the user's files.
 
+A folder, store or lock file owned by another user or writable by group or others is refused by
+name (:class:`.store_file.StoreUntrusted`) unless ``$STREAMPETR_DALI_FRAME_STORES_SHARED=1``
+declares the folder shared: then every user who can write there is trusted to write true frames
+(the checks still catch damage, not a forged store). A folder the builder creates is ``0755``.
+
 A missing or untrusted store is built by a child process (:mod:`.store_build`), so the parsed
 pickle's millions of Python objects never live in a training process; :func:`load_frames` hands the
 loader the frames as views of the mapped store (or, when the store folder cannot be written, of
@@ -28,10 +33,10 @@ from typing import Any
 
 from .image_paths import PathResolver, path_resolver
 from .info_schema import InfoSchemaError
-from .store_file import StoreDamaged, open_store
+from .store_file import StoreDamaged, StoreUntrusted, check_folder, open_store
 from .store_view import FrameStore
 
-STORE_FORMAT = 1
+STORE_FORMAT = 2  # 2: the digest covers the header; checked layout
 FOLDER_ENV = "STREAMPETR_DALI_FRAME_STORES"
 # the modules whose code decides what a store holds: a change to any of them makes a new key
 CODE = (
@@ -91,16 +96,19 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundError}
+ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundError,
+          "StoreUntrusted": StoreUntrusted}  # fmt: skip
 
 
 def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> tuple[dict, dict, Path, dict]:
     """(columns, meta, path, key) of the info file's store, the columns mapped read-only; built first
     when missing or bad. Raises what reading the info file raises (:class:`.info_schema.InfoSchemaError`),
-    :class:`StoreUnwritable` when the store folder cannot be written."""
+    :class:`StoreUnwritable` when the store folder cannot be written, :class:`.store_file.StoreUntrusted`
+    when another user could have written the folder or the store (see the module doc)."""
     key = store_key(ann_file, class_names, trusted)
     path = store_path(store_folder(), key)
     try:
+        check_folder(path.parent)
         return (*open_store(path, key), path, key)
     except (OSError, StoreDamaged):
         pass  # the builder looks again under the lock, and says why it rebuilds (or cannot)

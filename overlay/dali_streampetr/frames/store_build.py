@@ -1,11 +1,12 @@
 """Build one frame store: ``python -m dali_streampetr.frames.store_build '<spec json>'`` (:mod:`.store`
 starts it and reads its result, the last stdout line).
 
-The builder takes an ``flock`` on ``<digest>.lock`` and looks for the store again, so ranks that
-start together build it once (the others wait, then map it). It reads the info file once (hashing
-the bytes it unpickles, which must be those the key was made of), computes the columns
-(:mod:`.info_columns`), and writes the store atomically (:mod:`.store_file`): a killed build leaves
-only a temporary file, which the next build removes. The process runs without the cyclic garbage
+The builder checks the folder (:func:`.store_file.check_folder`), takes an ``flock`` on
+``<digest>.lock`` (created ``O_EXCL | O_NOFOLLOW``, or checked when there) and looks for the store
+again, so ranks that start together build it once (the others wait, then map it). It reads the
+info file once (hashing the bytes it unpickles, which must be those the key was made of), computes
+the columns (:mod:`.info_columns`), and writes the store atomically (:mod:`.store_file`): a killed
+build leaves only a temporary file, which the next build removes. The process runs without the cyclic garbage
 collector and ends without freeing the parsed pickle (nothing of it is garbage before the exit).
 """
 
@@ -16,6 +17,7 @@ import gc
 import json
 import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -25,7 +27,15 @@ from .info_columns import info_columns
 from .info_schema import InfoSchemaError
 from .records import load_info_file
 from .store import RESULT_TAG
-from .store_file import StoreDamaged, open_store, write_store
+from .store_file import (
+    StoreDamaged,
+    StoreUntrusted,
+    check_folder,
+    check_owner,
+    open_private,
+    open_store,
+    write_store,
+)
 from .unpickle import gc_paused
 
 LOCK_TIMEOUT_ENV = "STREAMPETR_DALI_LOCK_TIMEOUT"
@@ -45,9 +55,31 @@ def kill_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _open_lock(path: Path) -> int:
+    """The lock file, created ``O_EXCL | O_NOFOLLOW`` or, when there, opened ``O_NOFOLLOW`` and
+    checked: a regular file with one link, of this user unless the folder is declared shared."""
+    try:
+        return open_private(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, "lock file")
+    except StoreUntrusted:
+        pass  # there already (a lock is kept between builds): opened and checked below
+    try:
+        fd = open_private(path, os.O_RDWR, "lock file")
+    except PermissionError:
+        fd = open_private(path, os.O_RDONLY, "lock file")  # another user's, in a folder declared shared
+    st = os.fstat(fd)
+    try:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise StoreUntrusted(f"the frame store's lock file {path} is not a plain file with one link")
+        check_owner(st, "lock file", path)
+    except StoreUntrusted:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _lock(path: Path) -> int:
     """An exclusive flock on ``path`` (released when the descriptor closes or the process dies)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path)
     limit = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
     deadline = time.monotonic() + limit
     while True:
@@ -62,8 +94,9 @@ def _lock(path: Path) -> int:
                     f"(lock {path}); raise ${LOCK_TIMEOUT_ENV} to wait longer"
                 ) from None
             time.sleep(0.05)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    if os.fstat(fd).st_uid == os.geteuid():
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
@@ -74,7 +107,8 @@ class InfoFileChanged(RuntimeError):
 def build_store(ann_file: Path, class_names: Sequence[str], trusted: bool, path: Path, key: dict) -> dict:
     """Build the store at ``path`` unless a good one is there once the lock is held; returns what
     happened: ``built`` (bool), ``rebuilt_because`` (why the old file was not trusted, or None)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    check_folder(path.parent)
     fd = _lock(path.with_suffix(".lock"))
     try:
         kill_point("frame-store:lock")
@@ -109,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         result = build_store(
             Path(spec["ann_file"]), spec["class_names"], spec["trusted"], Path(spec["path"]), spec["key"]
         )
-    except (InfoSchemaError, FileNotFoundError, InfoFileChanged) as exc:
+    except (InfoSchemaError, FileNotFoundError, InfoFileChanged, StoreUntrusted) as exc:
         result = {"error": type(exc).__name__, "message": str(exc)}
     except OSError as exc:  # the store folder: not writable, full, ...
         result = {"error": "OSError", "message": str(exc)}

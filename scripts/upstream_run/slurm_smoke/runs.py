@@ -68,10 +68,10 @@ def shard_with_signal_and_requeue(env: dict[str, str], args: argparse.Namespace)
     found = re.findall(r"slurm_smoke: start (\d+) of job", log)
     if done.get("Restarts") != str(starts - 1) or found != [str(n) for n in range(starts)]:
         raise SmokeError(f"job {job}: expected {starts} starts, got {found}:\n{tail(out)}")
-    resumed = f"auto-resume: resuming from {work / 'latest.pth'}"
-    if not all(resumed in segment(out, n) for n in range(1, starts)):
+    resumed = re.compile(rf"auto-resume: resuming from {re.escape(str(work))}/iter_\d+\.pth")
+    if not all(resumed.search(segment(out, n)) for n in range(1, starts)):
         raise SmokeError(f"job {job}: a requeued start did not auto-resume:\n{tail(out)}")
-    say(f"shard: {starts} starts, each requeued one resumed from latest.pth")
+    say(f"shard: {starts} starts, each requeued one resumed from an iter_N.pth")
     print(scripts_module(args, "check_run", str(work), str(iters), "slurm_shard"), end="")
     print(scripts_module(args, "slots", str(work)).splitlines()[-1])
     reference = args.work_dir.resolve() / "shard_reference"
