@@ -9,6 +9,7 @@ from typing import Any
 
 from .compare import BatchComparator
 from .draws import compare_draws, dali_draws, upstream_draws
+from .fast_path import FastImageRow
 from .lockstep import LockStep
 from .original import REPO_ROOT, load_config, original_dataset
 from .sequence import compare_epoch_streams, compare_streams
@@ -60,13 +61,15 @@ def frame_record(pair: Any, slot: int, loader_cfg: Any) -> dict[str, Any]:
 
 
 def compare_batches(
-    cfg: Any, loader_cfg: Any, data_root: Path, *, batches: int, seed: int, log=print
+    cfg: Any, loader_cfg: Any, data_root: Path, *, batches: int, seed: int, fast: bool = True, log=print
 ) -> dict:
-    """Step both loaders ``batches`` times with the DALI draws replayed into the original; compare."""
+    """Step both loaders ``batches`` times with the DALI draws replayed into the original; compare.
+    With ``fast``, the fast image path too, as a row of its own (:mod:`.fast_path`)."""
     B = cfg.data.samples_per_gpu
     comparator = BatchComparator(loader_cfg.std)
     frames, order = [], []
     steps = LockStep(cfg, data_root, seed=seed)
+    fast_row = FastImageRow(cfg, data_root, seed, loader_cfg.std) if fast else None
     try:
         for _ in range(batches):
             pair = next(steps)
@@ -74,16 +77,23 @@ def compare_batches(
                 {"iteration": pair.iteration, "dali": pair.dali_indices, "original": pair.original_indices}
             )
             comparator.add(pair.dali_collated, pair.original, f"batch {pair.iteration}")
+            if fast_row:
+                fast_row.add(pair, f"batch {pair.iteration}")
             frames.extend(frame_record(pair, s, loader_cfg) for s in range(B))
             log(f"  batch {pair.iteration}: frames {pair.dali_indices} (original {pair.original_indices})")
     finally:
         steps.close()
+        if fast_row:
+            fast_row.close()
     record = comparator.summary()
     record["frames"] = frames
     record["cases"] = sorted({f"{'flip' if f['draw']['flip'] else 'no flip'} + "
                               f"{'padded' if f['padded'] else 'not padded'}" for f in frames})  # fmt: skip
     record["batch_order"] = {"equal": all(o["dali"] == o["original"] for o in order), "batches": order}
     record["ok"] = bool(record["ok"] and record["batch_order"]["equal"])
+    if fast_row:
+        record["fast_image_path"] = fast_row.summary()
+        record["ok"] = bool(record["ok"] and record["fast_image_path"]["ok"])
     return record
 
 

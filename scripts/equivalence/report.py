@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .fast_path import ROW as FAST_ROW
+
 FIELD_ORDER = ("img", "lidar2img", "intrinsics", "extrinsics", "ego_pose", "ego_pose_inv", "timestamp",
                "img_timestamp", "prev_exists", "gt_bboxes_3d", "gt_labels_3d", "gt_bboxes", "centers2d",
                "depths", "gt_labels", "img_metas.gt_bboxes_3d", "img_metas.gt_labels_3d")  # fmt: skip
@@ -46,8 +48,12 @@ def field_table(record: dict[str, Any]) -> str:
         "| field | max abs diff | mean abs diff | details | tolerance | ok |",
         "|---|---|---|---|---|---|",
     ]
-    for name in names:
-        s = fields[name]
+    named = [(name, fields[name]) for name in names]
+    if "fast_image_path" in record:  # a row of its own after the exact path's images
+        named.insert(
+            names.index("img") + 1 if "img" in names else 0, (FAST_ROW, record["fast_image_path"]["img"])
+        )
+    for name, s in named:
         cells = [name, _num(s["max_abs"]), _num(s["mean_abs"]), _details(name, s, record["counts"])]
         cells += [_tolerance(s), "yes" if s["ok"] else "NO"]
         rows.append("| " + " | ".join(cells) + " |")
@@ -70,6 +76,13 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
         + ", ".join(f"{k} p={v['p']:.3g}" for k, v in draws.items() if v["test"] != "constant")
         + f"; lowest p: {worst[0]} {worst[1]['p']:.3g}",
     ]
+    if "fast_image_path" in record:
+        diffs = record["fast_image_path"]["target_diffs"]
+        lines.append(
+            "fast image path: every field but img "
+            + (f"{len(diffs)} DIFFS from the exact path" if diffs else "bit-identical to the exact path")
+        )
+        lines += [f"  fast path diff: {d}" for d in diffs[:20]]
     lines += [f"  structure diff: {d}" for d in record["structure_diffs"][:20]]
     return lines
 

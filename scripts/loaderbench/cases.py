@@ -33,8 +33,9 @@ ACCV_SEQ_SPLIT = 4  # 8 batch slots need >= 8 sequence groups; the synthetic tra
 VARIANTS: dict[str, dict[str, Any]] = {
     "pyw0": {"py_num_workers": 0},  # the external source in the main process, no worker process
     "noroi": {"roi_decode": False},  # decode whole images (what ROI decoding saves)
+    "fast": {"image_path": "fast"},  # the fast image path: other pixels, the same targets (docs/loader.md)
 }
-R50_VARIANTS = (("pyw0", 1), ("pyw0", 2), ("noroi", 1))
+R50_VARIANTS = (("pyw0", 1), ("pyw0", 2), ("fast", 1), ("fast", 2), ("noroi", 1))
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,22 @@ def sweep(
     variants: bool = True,
 ) -> list[Case]:
     """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (+ DALI GPU when asked); the
-    accv profile only at 2 cores (torch 2 workers, DALI 2 threads) unless ``accv_full``; r50 also
-    with the DALI setting variants (``VARIANTS``) unless ``variants`` is false."""
+    accv profile only at 2 cores (torch 2 workers, DALI 2 threads) unless ``accv_full``. Unless
+    ``variants`` is false: r50 also with the DALI setting variants (``R50_VARIANTS``), the other
+    profiles with the fast image path at their DALI threads, and the GPU with it too."""
     cases = []
     for profile in profiles:
         full = profile == "r50" or accv_full
+        threads = (1, 2) if full else (2,)
         cases += [Case(profile, "torch", workers=w) for w in ((0, 1, 2) if full else (2,))]
-        cases += [Case(profile, "dali", threads=t) for t in ((1, 2) if full else (2,))]
-        if profile == "r50" and variants:
-            cases += [Case(profile, "dali", threads=t, variant=v) for v, t in R50_VARIANTS]
+        cases += [Case(profile, "dali", threads=t) for t in threads]
+        if variants:
+            pairs = R50_VARIANTS if profile == "r50" else tuple(("fast", t) for t in threads)
+            cases += [Case(profile, "dali", threads=t, variant=v) for v, t in pairs]
         if gpu:
             cases.append(Case(profile, "dali", threads=2, device="gpu"))
+            if variants:
+                cases.append(Case(profile, "dali", threads=2, device="gpu", variant="fast"))
     return cases
 
 

@@ -46,8 +46,9 @@ def table(cases: list[dict[str, Any]], floors: list[dict[str, Any]], rows: list[
     lines += [
         "",
         "| DALI | vs torch (equal cores) | samples/s × | CPU-s/sample × | training-thread × (vs) "
-        "| PSS × torch-w2 | CPU-s/sample × best-CPU torch | × ROI floor | × full floor |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| PSS × torch-w2 | CPU-s/sample × best-CPU torch | × ROI floor | × full floor "
+        "| samples/s, CPU-s/sample × default settings |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -56,7 +57,8 @@ def table(cases: list[dict[str, Any]], floors: list[dict[str, Any]], rows: list[
             f"{_fmt(r.get('handover'), '.3f')} ({r.get('torch_handover', '-')}) | "
             f"{_fmt(r.get('pss_vs_torch_w2'))} | {_fmt(r.get('cpu_per_sample_vs_most_efficient'))} "
             f"({r.get('torch_most_efficient', '-')}) | {_fmt(r.get('vs_roi_floor'))} | "
-            f"{_fmt(r.get('vs_full_floor'))} |"
+            f"{_fmt(r.get('vs_full_floor'))} | {_fmt(r.get('vs_default_speed'))}, "
+            f"{_fmt(r.get('vs_default_cpu_per_sample'))} |"
         )
     return "\n".join(lines)
 

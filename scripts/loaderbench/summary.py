@@ -12,6 +12,7 @@ TARGETS = {
     "vs_roi_floor": 1.5,  # ms/batch vs the region-of-interest decode floor: at most
     "handover": 1 / 4,  # training-thread ms/batch vs the best torch configuration of equal cores: at most
     "pss_vs_torch_w2": 1.0,  # peak PSS vs the DataLoader with 2 workers: at most
+    "fast_cpu_vs_exact": 0.6,  # the fast image path's CPU-s per sample vs the exact path's: at most
 }
 
 
@@ -87,7 +88,8 @@ def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[di
     """For every DALI configuration: vs the fastest torch configuration at the same number of cores,
     vs the torch configuration of equal cores with the cheapest training-thread ``next()``, vs the
     most CPU-efficient torch configuration, peak PSS vs torch with 2 workers, and vs the decode
-    floors at the same threads."""
+    floors at the same threads; a setting variant also vs the default settings of its profile,
+    device and threads (``vs_default_*``)."""
     out = []
     ok = [c for c in cases if "summary" in c]
     for dali in (c for c in ok if c["case"]["loader"] == "dali"):
@@ -123,6 +125,19 @@ def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[di
             f = [x for x in floors if x["profile"] == prof and x["mode"] == mode and x["threads"] == cores]
             if f and dali["case"]["device"] == "cpu":
                 row[f"vs_{mode}_floor"] = s["ms_per_batch"] / f[0]["ms_per_batch"]
+        default = [
+            c
+            for c in ok
+            if c["case"]["loader"] == "dali"
+            and not c["case"]["variant"]
+            and all(c["case"][k] == dali["case"][k] for k in ("profile", "device", "threads"))
+        ]
+        if dali["case"]["variant"] and default:
+            d = default[0]["summary"]
+            row.update(
+                vs_default_speed=s["samples_per_s"] / d["samples_per_s"],
+                vs_default_cpu_per_sample=s["cpu_s_per_sample"] / d["cpu_s_per_sample"],
+            )
         row["targets"] = {
             "speed_per_core": row.get("speed", 0) >= TARGETS["speed_per_core"],
             "cpu_per_sample": row.get("cpu_per_sample", 1e9) <= TARGETS["cpu_per_sample"],
@@ -130,5 +145,8 @@ def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[di
             "handover": row.get("handover", 1e9) <= TARGETS["handover"],
             "pss_vs_torch_w2": row.get("pss_vs_torch_w2", 1e9) <= TARGETS["pss_vs_torch_w2"],
         }
+        if dali["case"]["variant"] == "fast":
+            cpu = row.get("vs_default_cpu_per_sample", 1e9)
+            row["targets"]["fast_cpu_vs_exact"] = cpu <= TARGETS["fast_cpu_vs_exact"]
         out.append(row)
     return out

@@ -108,6 +108,25 @@ def test_image_resampling_difference_is_bounded(batch_records, name) -> None:
     assert img["psnr_db"] >= IMAGE_MIN_PSNR_DB
 
 
+@pytest.mark.parametrize("name", ["r50", "vov"])
+def test_fast_image_path_is_a_row_of_its_own(batch_records, name) -> None:
+    """The fast image path: every target bit-identical to the exact path, its images within their own
+    bounds; the exact path's images keep theirs (the fast row loosens nothing)."""
+    from equivalence.compare import IMAGE_MEAN_TOL, IMAGE_P999_TOL
+    from equivalence.fast_path import FAST_MEAN_TOL, FAST_P999_TOL
+    from equivalence.report import field_table
+
+    fast = batch_records[name]["fast_image_path"]
+    assert fast["target_diffs"] == [] and fast["ok"], fast["target_diffs"][:5]
+    img, exact = fast["img"], batch_records[name]["fields"]["img"]
+    assert img["images"] == exact["images"] > 0
+    assert img["worst_image_mean_abs"] <= FAST_MEAN_TOL and img["worst_image_p99_9"] <= FAST_P999_TOL
+    assert img["mean_abs"] > exact["mean_abs"]  # another filter: it did reach the fast loader
+    assert exact["tolerance"] == {"mean_abs": IMAGE_MEAN_TOL, "p99_9": IMAGE_P999_TOL, "per": "image"}
+    assert (IMAGE_MEAN_TOL, IMAGE_P999_TOL) == (0.5, 4.0)
+    assert "| img (image_path=fast) |" in field_table(batch_records[name])
+
+
 def test_comparator_catches_perturbations(batch_records, upstream, synthetic_dataset) -> None:
     """The harness is not vacuous: a 2e-4 geometry offset, a DataContainer flag and a dropped 2D box fail."""
     import torch

@@ -34,6 +34,8 @@ BAD = [
     ("data_loading_config.roi_decode", "no", "True or False"),
     # the other DALI knobs
     ("data_loading_config.device", "cuda", "'cpu' or 'gpu'"),
+    ("data_loading_config.image_path", "faster", "'exact' or 'fast'"),
+    ("data_loading_config.image_path", True, "'exact' or 'fast'"),
     ("data_loading_config.on_bad_image", "ignore", "'raise' or 'skip'"),
     ("data_loading_config.replicate_dataset_per_gpu", 1, "True or False"),
     ("data_loading_config.offset_order_per_rank", None, "True or False"),

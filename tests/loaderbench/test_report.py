@@ -96,13 +96,18 @@ def test_sweep_names_and_cores():
     names = [c.name for c in sweep(("r50", "accv"))]
     assert names == [
         "r50/torch-w0", "r50/torch-w1", "r50/torch-w2", "r50/dali-cpu-t1", "r50/dali-cpu-t2",
-        "r50/dali-cpu-t1-pyw0", "r50/dali-cpu-t2-pyw0", "r50/dali-cpu-t1-noroi",
-        "accv/torch-w2", "accv/dali-cpu-t2",
+        "r50/dali-cpu-t1-pyw0", "r50/dali-cpu-t2-pyw0", "r50/dali-cpu-t1-fast", "r50/dali-cpu-t2-fast",
+        "r50/dali-cpu-t1-noroi", "accv/torch-w2", "accv/dali-cpu-t2", "accv/dali-cpu-t2-fast",
     ]  # fmt: skip
     assert [c.cores for c in sweep(("r50",), variants=False)] == [1, 1, 2, 1, 2]
     assert sweep(("r50",))[-1].overrides == {"roi_decode": False}
-    assert sweep(("r50",), gpu=True)[-1].name == "r50/dali-gpu-t2"
-    assert len(sweep(("accv",), accv_full=True)) == 5
+    assert sweep(("r50",))[-2].overrides == {"image_path": "fast"}
+    assert [c.name for c in sweep(("r50",), gpu=True)[-2:]] == ["r50/dali-gpu-t2", "r50/dali-gpu-t2-fast"]
+    assert sweep(("r50",), gpu=True, variants=False)[-1].name == "r50/dali-gpu-t2"
+    assert [c.name for c in sweep(("accv",), accv_full=True)][-2:] == [
+        "accv/dali-cpu-t1-fast",
+        "accv/dali-cpu-t2-fast",
+    ]
 
 
 def test_training_thread_and_pss_ratios():
@@ -136,6 +141,30 @@ def test_training_thread_and_pss_ratios():
     text = report.table(cases, [], list(rows.values()))
     assert "| r50/dali-cpu-t1 | 200 (200-200) | 4.75 (4.00-40.0) |" in text
     assert "| 0.237 (r50/torch-w1) | 0.93 |" in text
+
+
+def test_a_variant_is_compared_with_the_default_settings_of_its_threads():
+    """The fast image path against the exact path of the same profile, device and threads (not the
+    other thread count, not another profile), with its CPU target."""
+    cases = [
+        with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.2)),
+        with_summary(raw(Case("r50", "dali", threads=2), [120] * 3, 0.25)),
+        with_summary(raw(Case("accv", "dali", threads=1), [900] * 3, 1.0)),
+        with_summary(raw(Case("r50", "dali", threads=1, variant="fast"), [160] * 3, 0.11)),
+        with_summary(raw(Case("r50", "dali", threads=2, variant="fast"), [100] * 3, 0.2)),
+        with_summary(raw(Case("r50", "dali", threads=1, variant="pyw0"), [250] * 3, 0.2)),
+    ]
+    rows = {r["dali"]: r for r in summary.ratios(cases, [])}
+    t1, t2 = rows["r50/dali-cpu-t1-fast"], rows["r50/dali-cpu-t2-fast"]
+    assert t1["vs_default_speed"] == pytest.approx(200 / 160)
+    assert t1["vs_default_cpu_per_sample"] == pytest.approx(0.11 / 0.2)
+    assert t1["targets"]["fast_cpu_vs_exact"]
+    assert t2["vs_default_cpu_per_sample"] == pytest.approx(0.2 / 0.25)
+    assert not t2["targets"]["fast_cpu_vs_exact"]
+    assert rows["r50/dali-cpu-t1-pyw0"]["vs_default_speed"] == pytest.approx(200 / 250)
+    assert "fast_cpu_vs_exact" not in rows["r50/dali-cpu-t1-pyw0"]["targets"]
+    assert "vs_default_speed" not in rows["r50/dali-cpu-t1"]
+    assert "| 1.25, 0.55 |" in report.table(cases, [], list(rows.values()))
 
 
 def test_table_without_handover_timing():

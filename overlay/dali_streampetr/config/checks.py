@@ -8,6 +8,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+IMAGE_PATHS = ("exact", "fast")  # LoaderConfig.image_path: the resampling of pipeline/graph.py
+
 # LoaderConfig / AugConfig field -> the key a user writes in the StreamPETR config.
 KEY_OF = {
     "mean": "img_norm_cfg.mean",
@@ -140,6 +142,7 @@ def check_loader(cfg: Any) -> None:
     check_int("py_num_workers", cfg.py_num_workers, 0, 64)
     check_int("prefetch_queue_depth", cfg.prefetch_queue_depth, 1, 64)
     check_choice("device", cfg.device, ("cpu", "gpu"))
+    check_choice("image_path", cfg.image_path, IMAGE_PATHS)
     for flag in (
         "roi_decode",
         "replicate_dataset_per_gpu",

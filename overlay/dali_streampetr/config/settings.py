@@ -75,6 +75,7 @@ class LoaderConfig:
     prefetch_queue_depth: int = knob(2)
     device: str = knob("cpu")
     roi_decode: bool = knob(True)
+    image_path: str = knob("exact")  # "fast": cheaper resampling; other pixels, the same targets
     replicate_dataset_per_gpu: bool = knob(False)
     offset_order_per_rank: bool = knob(False)
     on_bad_image: str = knob("raise")

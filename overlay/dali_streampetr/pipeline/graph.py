@@ -4,7 +4,8 @@ the per-frame training targets (computed by the external source, :mod:`.source`)
 Per image: decode (only the rows that survive the bottom crop, when ``roi_decode``), antialiased
 cubic resize of exactly the crop window (crop before resize; PIL's pixel mapping), black padding
 where the crop leaves the resized image, horizontal flip + normalisation (+ BGR->RGB via the decoder's
-output type), padding to the size divisor.
+output type), padding to the size divisor. ``image_path="fast"`` changes the resampling and where
+the black padding is written, never the parameter rows (:func:`image_ops`).
 
 The build (which forks and starts the python workers) runs under a deadline: :func:`build_within`.
 """
@@ -28,6 +29,29 @@ def dali_queue_depth(prefetch_queue_depth: int) -> int:
     of the training thread, and their memory, stay what DALI's depth alone gave before the
     run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
     return max(1, prefetch_queue_depth - 1)
+
+
+def image_ops(image_path: str, mean: tuple, std: tuple, final_dim: tuple[int, int]) -> tuple[dict, dict]:
+    """The resize and crop_mirror_normalize arguments of ``image_path`` (beyond the per-image ones).
+
+    ``exact``: antialiased cubic resize (the closest DALI filter to Pillow's bicubic), then a separate
+    black pad to ``final_dim``. ``fast``: antialiased linear resize (about half the resize's time)
+    and the pad written by crop_mirror_normalize itself (a crop window of ``final_dim`` from the top
+    left filled with normalised black: one pass over the image less, pixel-identical). Which pixels
+    are sampled, and every target, are the same on both paths."""
+    from nvidia.dali import types
+
+    if image_path == "exact":
+        return {"interp_type": types.INTERP_CUBIC, "antialias": True}, {}
+    if image_path != "fast":
+        raise ValueError(f"image_path {image_path!r}: 'exact' or 'fast'")
+    black = [-m / s for m, s in zip(mean, std, strict=True)]
+    crop = {"crop": list(final_dim), "crop_pos_x": 0.0, "crop_pos_y": 0.0}
+    return {"interp_type": types.INTERP_LINEAR, "antialias": True}, {
+        **crop,
+        "out_of_bounds_policy": "pad",
+        "fill_values": black,
+    }
 
 
 def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed: int):
@@ -81,15 +105,16 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
             img = fn.decoders.image_slice(encoded, start, shape, axis_names="HW", **decoder)
         else:
             img = fn.decoders.image(encoded, **decoder)
+        resize, normalize = image_ops(cfg.image_path, cfg.mean, cfg.std, (fH, fW))
         img = fn.resize(
             img,
             size=field(OUT_SIZE, types.FLOAT),
             roi_start=field(ROI_START, types.FLOAT),
             roi_end=field(ROI_END, types.FLOAT),
-            interp_type=types.INTERP_CUBIC,
-            antialias=True,
+            **resize,
         )
-        img = fn.pad(img, axis_names="HW", shape=[fH, fW])
+        if not normalize:
+            img = fn.pad(img, axis_names="HW", shape=[fH, fW])
         img = fn.crop_mirror_normalize(
             img,
             mirror=field(FLIP, types.INT32),
@@ -97,6 +122,7 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
             std=list(cfg.std),
             output_layout="CHW",
             dtype=types.FLOAT,
+            **normalize,
         )
         if fH % cfg.size_divisor or fW % cfg.size_divisor:
             img = fn.pad(img, axis_names="HW", align=cfg.size_divisor, shape=[1, 1])

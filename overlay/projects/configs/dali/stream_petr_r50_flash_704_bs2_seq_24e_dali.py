@@ -12,6 +12,7 @@ data_loading_config = dict(
     py_num_workers=1,  # processes reading JPEG bytes for the parallel external source
     prefetch_queue_depth=2,
     roi_decode=True,  # decode only the image rows that survive the bottom crop
+    image_path="exact",  # "fast": linear resampling, fewer CPU-s per image, other pixels, same targets
     replicate_dataset_per_gpu=False,  # True: every rank samples the whole data set
     offset_order_per_rank=False,  # with replicate: rank r streams with seed + r
     on_bad_image="raise",  # or "skip": an unreadable/undecodable image is served black, logged
