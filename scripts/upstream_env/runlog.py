@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import EnvBuildError
+from .timings import eta_line, human, record
 
 HEARTBEAT_S = 30.0
 NINJA_PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]")
@@ -53,14 +54,18 @@ class BuildLog:
         print(message, file=sys.stderr, flush=True)
         self._write(f"# {message}\n")
 
-    def begin(self, title: str) -> float:
+    def begin(self, title: str, timing: str | None = None) -> float:
+        """Start a numbered step; with `timing` (a `timings.REFERENCE` key) print its measured ETA."""
         self.step += 1
-        self.say(f"[{self.step}/{self.total}] {title}")
+        self.say(f"[{self.step}/{self.total}] {title}" + (f"; {eta_line(timing)}" if timing else ""))
         return time.monotonic()
 
-    def done(self, started: float, note: str = "") -> float:
+    def done(self, started: float, note: str = "", timing: str | None = None) -> float:
+        """End a step; with `timing`, record its time for the next build's ETA."""
         seconds = time.monotonic() - started
         self.say(f"      done in {seconds:.1f} s{(' ' + note) if note else ''}")
+        if timing:
+            record(timing, seconds)
         return seconds
 
     def run(
@@ -90,7 +95,10 @@ class BuildLog:
             lines.append(line)
             self._write(line)
             if match := NINJA_PROGRESS.match(line):
-                progress = f" (compiled {match.group(1)}/{match.group(2)})"
+                done, total = int(match.group(1)), int(match.group(2))
+                left = (time.monotonic() - started) * (total - done) / done if done else 0.0
+                eta = f", ≈ {human(left)} left" if done < total else ""
+                progress = f" (compiled {done}/{total}{eta})"
             if time.monotonic() - last_beat >= HEARTBEAT_S:
                 last_beat = time.monotonic()
                 print(f"      ... {last_beat - started:.0f} s{progress}", file=sys.stderr, flush=True)
