@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,19 +90,29 @@ class BuildLog:
         )
         assert proc.stdout is not None
         lines: list[str] = []
-        started = last_beat = time.monotonic()
-        progress = ""
-        for line in proc.stdout:
-            lines.append(line)
-            self._write(line)
-            if match := NINJA_PROGRESS.match(line):
-                done, total = int(match.group(1)), int(match.group(2))
-                left = (time.monotonic() - started) * (total - done) / done if done else 0.0
-                eta = f", ≈ {human(left)} left" if done < total else ""
-                progress = f" (compiled {done}/{total}{eta})"
-            if time.monotonic() - last_beat >= HEARTBEAT_S:
-                last_beat = time.monotonic()
-                print(f"      ... {last_beat - started:.0f} s{progress}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        progress = [""]  # the latest ninja progress, read by the heartbeat thread
+        stop = threading.Event()
+
+        def heartbeat() -> None:  # on a timer: a compile prints nothing for minutes
+            while not stop.wait(HEARTBEAT_S):
+                elapsed = time.monotonic() - started
+                print(f"      ... {elapsed:.0f} s{progress[0]}", file=sys.stderr, flush=True)
+
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                self._write(line)
+                if match := NINJA_PROGRESS.match(line):  # ninja prints [done/total] as units finish
+                    done, total = int(match.group(1)), int(match.group(2))
+                    left = (time.monotonic() - started) * (total - done) / done if done else 0.0
+                    eta = f", ≈ {human(left)} left" if done < total else ""
+                    progress[0] = f" (compiled {done}/{total}{eta})"
+        finally:
+            stop.set()
+            beat.join()
         code = proc.wait()
         if code != 0:
             raise EnvBuildError(

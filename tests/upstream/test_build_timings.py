@@ -1,6 +1,6 @@
-"""Build-step ETAs (hermetic, stdlib only): from this machine's recorded builds when there are
+"""Build progress (hermetic, stdlib only): ETAs from this machine's recorded builds when there are
 some (median, scaled by cores for compile steps), else from the 2-core reference; a broken
-record file never breaks a build."""
+record file never breaks a build; the heartbeat runs on a timer, not on output."""
 
 from __future__ import annotations
 
@@ -57,3 +57,18 @@ def test_a_broken_record_file_falls_back_to_the_reference(content: str) -> None:
 def test_human_durations() -> None:
     assert timings.human(59.4) == "59 s"
     assert timings.human(95) == "1 min 35 s"
+
+
+def test_the_heartbeat_runs_while_a_command_prints_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    import sys
+
+    from upstream_env import runlog
+
+    monkeypatch.setattr(runlog, "HEARTBEAT_S", 0.1)
+    log = runlog.BuildLog(tmp_path / "build.log", total_steps=1)
+    log.run([sys.executable, "-c", "import time; time.sleep(0.6); print('[1/3] c++ a.cpp', flush=True)"])
+    log.close()
+    beats = [line for line in capsys.readouterr().err.splitlines() if line.strip().startswith("...")]
+    assert len(beats) >= 3, "a silent compile still shows it is alive"
