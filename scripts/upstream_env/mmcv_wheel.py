@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import EnvBuildError, op_set
 from .paths import store_wheel, wheel_cache
-from .runlog import BuildLog
+from .runlog import BuildLog, children_cpu
 from .timings import eta_line, record
 
 VERSION = "1.6.0"
@@ -125,7 +125,7 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, ful
     log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
     log.say(f"      {eta_line(kind)}")
     sdist = _sdist(python, log)
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), children_cpu()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
         with tarfile.open(sdist) as tar:
             tar.extractall(tmp, filter="data")
@@ -154,5 +154,5 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, ful
         meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs, **facts,
                 "build_seconds": round(seconds, 1)}  # fmt: skip
         store_wheel(wheel, dest, meta)
-    record(kind, seconds)
+    record(kind, seconds, children_cpu() - cpu_before)
     return dest

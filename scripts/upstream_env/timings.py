@@ -93,11 +93,15 @@ def eta_line(step: str) -> str:
     return f"ETA ≈ {human(est[0])} ({est[1]})"
 
 
-def record(step: str, seconds: float) -> None:
-    """Add a finished step's time to the record (atomically; a failure to write is not an error)."""
+def record(step: str, seconds: float, cpu: float | None = None) -> None:
+    """Add a finished step's wall time (and CPU seconds, for the reader) to the record, atomically;
+    a failure to write is not an error."""
     data = _load()
     runs = data.setdefault(step, [])
-    runs.append({"seconds": round(seconds, 1), "cores": _cores(), "at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    run = {"seconds": round(seconds, 1), "cores": _cores(), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if cpu is not None:
+        run["cpu_seconds"] = round(cpu, 1)
+    runs.append(run)
     del runs[:-KEEP]
     path = timings_file()
     try:

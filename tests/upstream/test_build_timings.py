@@ -72,3 +72,35 @@ def test_the_heartbeat_runs_while_a_command_prints_nothing(
     log.close()
     beats = [line for line in capsys.readouterr().err.splitlines() if line.strip().startswith("...")]
     assert len(beats) >= 3, "a silent compile still shows it is alive"
+
+
+def test_the_compile_countdown_uses_the_rate_so_far() -> None:
+    from upstream_env.runlog import compile_progress
+
+    assert compile_progress([], 10.0) == ""
+    assert compile_progress([(1, 4, 30.0)], 30.0) == " (compiled 1/4, ≈ 1 min 30 s left)"
+    assert compile_progress([(1, 4, 30.0)], 60.0) == " (compiled 1/4, ≈ 1 min 00 s left)", "counts down"
+    assert compile_progress([(1, 4, 30.0)], 500.0) == " (compiled 1/4, ≈ 0 s left)"
+    assert compile_progress([(4, 4, 90.0)], 95.0) == " (compiled 4/4)"
+
+
+def test_a_step_reports_its_cpu_time(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import sys
+
+    from upstream_env import runlog
+
+    log = runlog.BuildLog(tmp_path / "build.log", total_steps=1)
+    started = log.begin("busy", "busy-step")
+    log.run(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass",
+        ]
+    )
+    log.done(started, timing="busy-step")
+    log.close()
+    cpu = float(capsys.readouterr().err.split("(CPU ")[1].split(" s)")[0])
+    assert cpu >= 0.3, "the child's CPU seconds are counted"
+    (run,) = json.loads(timings.timings_file().read_text())["busy-step"]
+    assert run["cpu_seconds"] >= 0.3
