@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import EnvBuildError
-from .build import build, is_current, read_stamp, resolve_cuda
+from .build import build, is_current, read_stamp, resolve_cuda, resolve_full_ops
 from .paths import ENV_DIR, env_python
 
 
@@ -28,6 +28,22 @@ def main(argv: list[str] | None = None) -> int:
         help="compile mmcv CUDA ops (kept for later builds)",
     )
     ops.add_argument("--no-cuda", dest="cuda", action="store_const", const=False, help="CPU ops only")
+    op_set = b.add_mutually_exclusive_group()
+    op_set.add_argument(
+        "--full-ops",
+        dest="full_ops",
+        action="store_const",
+        const=True,
+        help="compile every mmcv CPU op, not only those the CPU stack calls (kept for later builds; "
+        "CUDA-ops builds always have every op)",
+    )
+    op_set.add_argument(
+        "--reduced-ops",
+        dest="full_ops",
+        action="store_const",
+        const=False,
+        help="CPU ops: only those the CPU stack calls (the default); the others raise a named error",
+    )
     b.add_argument(
         "--force", action="store_true", help="rerun the install steps even when the stamp is current"
     )
@@ -38,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "path":
         print(env_python(args.env))
         return 0 if is_current(args.env) else 1
-    cuda = resolve_cuda(args.cuda, read_stamp(args.env))  # kept across --clean
+    stamp = read_stamp(args.env)  # the choices are kept across --clean
+    cuda, full_ops = resolve_cuda(args.cuda, stamp), resolve_full_ops(args.full_ops, stamp)
     if args.clean and args.env.exists():
         shutil.rmtree(args.env)
     try:
-        build(args.env, cuda=cuda, force=args.force)
+        build(args.env, cuda=cuda, full_ops=full_ops, force=args.force)
     except EnvBuildError as exc:
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1

@@ -1,7 +1,9 @@
 """Build mmcv-full 1.6.0 with compiled ops once per (python, torch, ops flavour) and cache the wheel.
 
 The sdist's setup.py asks for `-std=c++14`; torch >= 2.13 headers need C++17 and torch >= 2.14
-headers C++20, so the flag is rewritten before the build. Nothing else in mmcv is changed.
+headers C++20, so the flag is rewritten before the build. A CPU-ops build compiles the reduced op
+set by default (`op_set.py`: the other ops raise a named error when called); a CUDA-ops build and
+`--full-ops` compile every op. No Python file of mmcv is changed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import EnvBuildError
+from . import EnvBuildError, op_set
 from .paths import store_wheel, wheel_cache
-from .runlog import BuildLog
+from .runlog import BuildLog, children_cpu
+from .timings import eta_line, record
 
 VERSION = "1.6.0"
 SDIST = f"mmcv-full-{VERSION}.tar.gz"
@@ -51,9 +54,33 @@ def want_cuda_ops(info: dict, requested: bool | None) -> bool:
     return bool(info["cuda_available"] and info["cuda"] and shutil.which("nvcc"))
 
 
-def flavour(info: dict, cuda_ops: bool) -> str:
+def reduced_ops(cuda_ops: bool, full_ops: bool) -> bool:
+    """The reduced op set: CPU ops only, and not asked for the full set. CUDA builds are always full."""
+    return not cuda_ops and not full_ops
+
+
+def flavour(info: dict, cuda_ops: bool, reduced: bool = False) -> str:
+    """The wheel cache key: a reduced wheel's key says so (and which set), so no full or CUDA env
+    is ever served one."""
     ops = f"cu{info['cuda']}" if cuda_ops else "cpu"
-    return f"cp{info['py']}-torch{info['torch']}-{ops}ops-{cxx_std(info['torch'])}-r{RECIPE}"
+    ops += f"ops-reduced-{op_set.label()}" if reduced and not cuda_ops else "ops"
+    return f"cp{info['py']}-torch{info['torch']}-{ops}-{cxx_std(info['torch'])}-r{RECIPE}"
+
+
+def check_cached(dest: Path, reduced: bool) -> None:
+    """A cached wheel's build facts must say the op set its folder name says; else a named error."""
+    info_path = dest / "build-info.json"
+    try:
+        info = json.loads(info_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise EnvBuildError(f"{info_path}: unreadable build facts ({exc}); delete {dest}, rerun.") from None
+    want = "reduced" if reduced else "full"
+    got = info.get("op_set", "full") if isinstance(info, dict) else None  # wheels before op_set: full
+    if got != want or (reduced and info.get("compiled_ops") != list(op_set.kept_names())):
+        raise EnvBuildError(
+            f"{info_path}: the cached wheel's op set is {got!r} (ops {info.get('compiled_ops')}), "
+            f"but its folder is the {want} set's; delete {dest} and rerun."
+        )
 
 
 def _sdist(python: Path, log: BuildLog) -> Path:
@@ -81,27 +108,38 @@ def _patch_std(setup_py: Path, std: str) -> None:
     setup_py.write_text(text.replace("-std=c++14", f"-std={std}"))
 
 
-def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None) -> Path:
+def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, full_ops: bool = False) -> Path:
     """The folder holding the cached mmcv-full wheel for this env, built first if missing."""
     info = probe(python)
     cuda_ops = want_cuda_ops(info, cuda)
-    dest = wheel_cache() / "mmcv-full" / flavour(info, cuda_ops)
+    reduced = reduced_ops(cuda_ops, full_ops)
+    dest = wheel_cache() / "mmcv-full" / flavour(info, cuda_ops, reduced)
     if list(dest.glob("mmcv_full-*.whl")):
+        check_cached(dest, reduced)
         log.say(f"      reusing cached wheel {dest.name}")
         return dest
     std = cxx_std(info["torch"])
     jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
-    log.say(
-        f"      compiling mmcv-full {VERSION} ({'CUDA + CPU' if cuda_ops else 'CPU'} ops, {std}, "
-        f"MAX_JOBS={jobs}); about 11 min on 2 cores, output in {log.path}"
-    )
+    kind = "mmcv-reduced" if reduced else ("mmcv-cuda" if cuda_ops else "mmcv-full")
+    ops = "CUDA + CPU ops" if cuda_ops else ("CPU ops, reduced set" if reduced else "CPU ops, full set")
+    log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
+    log.say(f"      {eta_line(kind)}")
     sdist = _sdist(python, log)
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), children_cpu()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
         with tarfile.open(sdist) as tar:
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / f"mmcv-full-{VERSION}"
         _patch_std(src / "setup.py", std)
+        facts: dict = {"op_set": "full"}
+        if reduced:
+            cut = op_set.reduce_sources(src)
+            facts = {"op_set": "reduced", "compiled_ops": list(cut.compiled_ops),
+                     "stubbed_ops": len(cut.stubbed_ops), "units": list(cut.units)}  # fmt: skip
+            log.say(
+                f"      reduced op set: {len(cut.units)} units ({', '.join(cut.units)}); "
+                f"{len(cut.stubbed_ops)} ops raise OpNotCompiledError (`--full-ops` builds them)"
+            )
         env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
         if not cuda_ops:
             env["CUDA_VISIBLE_DEVICES"] = ""  # setup.py builds CUDA ops whenever it sees a GPU
@@ -112,7 +150,9 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None) -> 
             what="building mmcv-full",
         )
         (wheel,) = out.glob("mmcv_full-*.whl")
-        meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs,
-                "build_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+        seconds = time.monotonic() - started
+        meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs, **facts,
+                "build_seconds": round(seconds, 1)}  # fmt: skip
         store_wheel(wheel, dest, meta)
+    record(kind, seconds, children_cpu() - cpu_before)
     return dest

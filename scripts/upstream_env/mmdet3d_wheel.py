@@ -11,6 +11,7 @@ import io
 import subprocess
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 from overlaytool.cache import mirror_path
@@ -20,6 +21,7 @@ from overlaytool.pins import Pin, load_pin
 from . import EnvBuildError
 from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog
+from .timings import eta_line, record
 
 
 def source_repo(pin: Pin) -> Path:
@@ -42,6 +44,8 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
         log.say(f"      reusing cached wheel mmdet3d/{dest.name}")
         return dest
     repo = source_repo(pin)
+    log.say(f"      building mmdet3d {pin.tag or pin.commit[:12]}; {eta_line('mmdet3d')}")
+    started = time.monotonic()
     archive = subprocess.run(
         ["git", "-C", str(repo), "archive", "--format=tar", pin.commit], check=True, capture_output=True
     ).stdout
@@ -56,4 +60,5 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
         )
         (wheel,) = out.glob("mmdet3d-*.whl")
         store_wheel(wheel, dest)
+    record("mmdet3d", time.monotonic() - started)
     return dest

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from . import EnvBuildError
+from .timings import eta_line, human, record
 
 HEARTBEAT_S = 30.0
 NINJA_PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]")
@@ -33,6 +36,23 @@ def first_error(lines: Sequence[str], context: int = 3) -> str:
     return "".join(lines[-context * 3 :]).rstrip()
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def compile_progress(progress: list[tuple[int, int, float]], elapsed: float) -> str:
+    """` (compiled 1/2, ≈ 40 s left)` from the latest ninja count: the rate so far, counting down."""
+    if not progress:
+        return ""
+    done, total, at = progress[0]
+    if done >= total or done == 0:
+        return f" (compiled {done}/{total})"
+    left = max(at * total / done - elapsed, 0.0)
+    return f" (compiled {done}/{total}, ≈ {human(left)} left)"
+
+
 class BuildLog:
     """Numbered build steps; every command's output is appended to `path`."""
 
@@ -40,6 +60,7 @@ class BuildLog:
         self.path = path
         self.total = total_steps
         self.step = 0
+        self._cpu_at_begin = 0.0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a", encoding="utf-8")
         self._write(f"\n===== upstream env build {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
@@ -53,14 +74,20 @@ class BuildLog:
         print(message, file=sys.stderr, flush=True)
         self._write(f"# {message}\n")
 
-    def begin(self, title: str) -> float:
+    def begin(self, title: str, timing: str | None = None) -> float:
+        """Start a numbered step; with `timing` (a `timings.REFERENCE` key) print its measured ETA."""
         self.step += 1
-        self.say(f"[{self.step}/{self.total}] {title}")
+        self.say(f"[{self.step}/{self.total}] {title}" + (f"; {eta_line(timing)}" if timing else ""))
+        self._cpu_at_begin = children_cpu()
         return time.monotonic()
 
-    def done(self, started: float, note: str = "") -> float:
+    def done(self, started: float, note: str = "", timing: str | None = None) -> float:
+        """End a step; with `timing`, record its time for the next build's ETA."""
         seconds = time.monotonic() - started
-        self.say(f"      done in {seconds:.1f} s{(' ' + note) if note else ''}")
+        cpu = children_cpu() - self._cpu_at_begin  # wall >> CPU / cores: the machine was busy
+        self.say(f"      done in {seconds:.1f} s (CPU {cpu:.1f} s){(' ' + note) if note else ''}")
+        if timing:
+            record(timing, seconds, cpu)
         return seconds
 
     def run(
@@ -84,16 +111,30 @@ class BuildLog:
         )
         assert proc.stdout is not None
         lines: list[str] = []
-        started = last_beat = time.monotonic()
-        progress = ""
-        for line in proc.stdout:
-            lines.append(line)
-            self._write(line)
-            if match := NINJA_PROGRESS.match(line):
-                progress = f" (compiled {match.group(1)}/{match.group(2)})"
-            if time.monotonic() - last_beat >= HEARTBEAT_S:
-                last_beat = time.monotonic()
-                print(f"      ... {last_beat - started:.0f} s{progress}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        progress: list[tuple[int, int, float]] = []  # the latest ninja [done/total] and when
+
+        def heartbeat() -> None:  # on a timer: a compile prints nothing for minutes
+            while not stop.wait(HEARTBEAT_S):
+                elapsed = time.monotonic() - started
+                print(
+                    f"      ... {elapsed:.0f} s{compile_progress(progress, elapsed)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        stop = threading.Event()
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                self._write(line)
+                if match := NINJA_PROGRESS.match(line):  # ninja prints [done/total] as units finish
+                    progress[:] = [(int(match.group(1)), int(match.group(2)), time.monotonic() - started)]
+        finally:
+            stop.set()
+            beat.join()
         code = proc.wait()
         if code != 0:
             raise EnvBuildError(

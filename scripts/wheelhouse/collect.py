@@ -63,8 +63,8 @@ def source_built_wheels() -> tuple[Path, Path, dict]:
         build_env(ENV_DIR)
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
-        cuda = (read_stamp(ENV_DIR) or {}).get("cuda")
-        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, cuda)
+        stamp = read_stamp(ENV_DIR) or {}  # the env's ops choices: its very wheel (reduced or full)
+        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, stamp.get("cuda"), bool(stamp.get("full_ops")))
         mmdet3d_dir = ensure_mmdet3d_wheel(env_python(ENV_DIR), log)
     finally:
         log.close()

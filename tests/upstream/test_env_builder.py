@@ -166,10 +166,13 @@ def test_mmcv_wheel_is_built_once_from_the_patched_sdist_then_reused(
     monkeypatch.setattr(mmcv_wheel, "SDIST_SHA256", hashlib.sha256(sdist.read_bytes()).hexdigest())
     monkeypatch.setattr(mmcv_wheel, "probe", lambda python: INFO)
     log = FakeLog()
-    dest = mmcv_wheel.ensure_mmcv_wheel(Path("python"), log)  # type: ignore[arg-type]
+    dest = mmcv_wheel.ensure_mmcv_wheel(Path("python"), log, full_ops=True)  # type: ignore[arg-type]
     assert dest == tmp_path / "wheels" / "mmcv-full" / flavour(INFO, cuda_ops=False)
     assert (dest / "mmcv_full-1.6.0-cp311-cp311-linux_x86_64.whl").exists()
-    assert json.loads((dest / "build-info.json").read_text())["cxx_std"] == "c++20"
+    facts = json.loads((dest / "build-info.json").read_text())
+    assert facts["cxx_std"] == "c++20" and facts["op_set"] == "full"
     assert len(log.commands) == 1 and "--no-build-isolation" in log.commands[0]
-    assert mmcv_wheel.ensure_mmcv_wheel(Path("python"), log) == dest  # type: ignore[arg-type]
+    assert mmcv_wheel.ensure_mmcv_wheel(Path("python"), log, full_ops=True) == dest  # type: ignore[arg-type]
     assert len(log.commands) == 1, "a cached wheel is reused, nothing is compiled again"
+    with pytest.raises(EnvBuildError, match="pybind.cpp"):  # this sdist has no op sources to reduce
+        mmcv_wheel.ensure_mmcv_wheel(Path("python"), log)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
 
 def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(tmp_path: Path) -> None:
     env = _built_env(tmp_path, True)
-    assert read_stamp(env) == {"digest": digest(True), "cuda": True}
+    assert read_stamp(env) == {"digest": digest(True), "cuda": True, "full_ops": False}
     assert is_current(env) and is_current(env, True)
     assert not is_current(env, False), "--no-cuda after --cuda rebuilds"
     cpu = _built_env(tmp_path / "cpu", None)
@@ -52,7 +52,7 @@ def _record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
     """Replace the install steps with a recorder that writes the stamp as a real build does."""
     builds: list[bool | None] = []
 
-    def fake_build(env: Path, python: Path, cuda: bool | None) -> Path:
+    def fake_build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
         builds.append(cuda)
         (env / "bin").mkdir(parents=True, exist_ok=True)
         python.write_text("")

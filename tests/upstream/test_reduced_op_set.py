@@ -1,0 +1,161 @@
+"""The reduced mmcv op set (hermetic, stdlib only): pybind.cpp registers every name, the kept ones
+as they are and the others as stubs naming themselves; the sources of the left-out ops are gone;
+the wheel cache key and build facts say "reduced" so no full or CUDA env is served such a wheel;
+the env digest follows the op set and nothing else of the progress code.
+
+The rewrite runs on the real mmcv-full 1.6.0 sdist from the wheel cache (skipped without it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+from upstream_env import EnvBuildError, op_set
+from upstream_env import __main__ as cli
+from upstream_env import build as builder
+from upstream_env.build import BUILDER_MODULES, STAMP, digest
+from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, check_cached, flavour, reduced_ops
+from upstream_env.paths import wheel_cache
+
+INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+DEF = re.compile(r'^\s*m\.def\("(\w+)"', re.M)
+
+
+@pytest.fixture(scope="module")
+def sdist_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real sdist, unpacked once (its sha256 checked as the builder does)."""
+    sdist = wheel_cache() / "sdist" / SDIST
+    if not sdist.is_file():
+        pytest.skip(f"no {SDIST} in the wheel cache ({sdist.parent}); `nox -s upstream_env` downloads it")
+    assert hashlib.sha256(sdist.read_bytes()).hexdigest() == SDIST_SHA256
+    out = tmp_path_factory.mktemp("mmcv")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(out, filter="data")
+    return out / "mmcv-full-1.6.0"
+
+
+def _module_body(text: str) -> str:
+    return text[text.index(op_set.MODULE_START) :]
+
+
+def test_every_name_stays_registered_kept_ones_verbatim(sdist_tree: Path) -> None:
+    original = (sdist_tree / op_set.PYBIND).read_text()
+    new, stubbed = op_set.rewrite_pybind(original, op_set.kept_names())
+    before, after = DEF.findall(_module_body(original)), DEF.findall(_module_body(new))
+    assert len(before) == 100 and len(set(before)) == 99, "knn_forward is registered twice upstream"
+    assert set(after) == set(before), "every name of mmcv._ext stays registered"
+    assert set(stubbed) == set(before) - set(op_set.kept_names())
+    assert len(after) == len(set(after)), "a name registered twice upstream (knn_forward) gets one stub"
+    for name in op_set.kept_names():
+        statement = re.search(rf'm\.def\("{name}",.*?\);', _module_body(original), re.S)
+        assert statement and statement.group(0) in new, f"{name}: kept as upstream registers it"
+    for name in stubbed:
+        assert (
+            f'm.def("{name}", [](py::args, py::kwargs) -> py::object {{ streampetr_not_compiled("{name}"); }}'
+            in new
+        )
+    assert op_set.FULL_OPS_HINT in new and "PyExc_NotImplementedError" in new
+
+
+def test_reduce_sources_keeps_only_the_kept_units(sdist_tree: Path, tmp_path: Path) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(sdist_tree, src)
+    root = src / op_set.PYTORCH_SRC
+    assert len([*root.glob("*.cpp"), *root.glob("cpu/*.cpp")]) == 67, "the full CPU build's 67 units"
+    cut = op_set.reduce_sources(src)
+    left = sorted(str(p.relative_to(root)) for p in [*root.glob("*.cpp"), *root.glob("cpu/*.cpp")])
+    assert left == sorted(cut.units) == sorted(op_set.kept_units())
+    assert (root / "cuda" / "cudabind.cpp").exists(), "only the CPU build's globs are reduced"
+    assert len(cut.stubbed_ops) + len(cut.compiled_ops) == 99
+
+
+def test_a_kept_name_pybind_lacks_or_a_foreign_statement_is_a_named_error() -> None:
+    text = op_set.MODULE_START + '\n  m.def("nms", &nms, "nms");\n}\n'
+    with pytest.raises(EnvBuildError, match=r"pybind\.cpp: the reduced op set keeps get_compiler_version"):
+        op_set.rewrite_pybind(text, ("get_compiler_version",), "pybind.cpp")
+    odd = op_set.MODULE_START + '\n  py::class_<Foo>(m, "Foo");\n}\n'
+    with pytest.raises(EnvBuildError, match=r"expected `m\.def\(` or `}` .*py::class_"):
+        op_set.rewrite_pybind(odd, (), "pybind.cpp")
+    with pytest.raises(EnvBuildError, match="no `PYBIND11_MODULE"):
+        op_set.rewrite_pybind("int main() {}", (), "pybind.cpp")
+    new, stubbed = op_set.rewrite_pybind(text, (), "pybind.cpp")
+    assert stubbed == ("nms",) and "&nms" not in new
+
+
+def test_reduce_sources_names_a_missing_kept_source(tmp_path: Path) -> None:
+    (tmp_path / op_set.PYTORCH_SRC).mkdir(parents=True)
+    (tmp_path / op_set.PYBIND).write_text(op_set.MODULE_START + "\n}\n")
+    with pytest.raises(EnvBuildError, match="sources info.cpp are missing"):
+        op_set.reduce_sources(tmp_path)
+
+
+def test_a_reduced_wheel_has_its_own_cache_key_and_never_a_cuda_one() -> None:
+    full, reduced = flavour(INFO, cuda_ops=False), flavour(INFO, cuda_ops=False, reduced=True)
+    assert full == "cp311-torch2.14.1+cu130-cpuops-c++20-r1", "the full CPU key is unchanged"
+    assert reduced == f"cp311-torch2.14.1+cu130-cpuops-reduced-{op_set.label()}-c++20-r1"
+    assert flavour(INFO, cuda_ops=True, reduced=True) == flavour(INFO, cuda_ops=True)
+    assert reduced_ops(cuda_ops=False, full_ops=False)
+    assert not reduced_ops(cuda_ops=True, full_ops=False), "CUDA-ops builds compile every op"
+    assert not reduced_ops(cuda_ops=False, full_ops=True)
+
+
+def _cached(tmp_path: Path, facts: dict | str) -> Path:
+    dest = tmp_path / "wheel"
+    dest.mkdir(exist_ok=True)
+    (dest / "build-info.json").write_text(facts if isinstance(facts, str) else json.dumps(facts))
+    return dest
+
+
+def test_cached_build_facts_must_match_the_folders_op_set(tmp_path: Path) -> None:
+    reduced = {"op_set": "reduced", "compiled_ops": list(op_set.kept_names())}
+    check_cached(_cached(tmp_path, reduced), reduced=True)
+    check_cached(_cached(tmp_path, {"cxx_std": "c++20"}), reduced=False)  # wheels from before op_set
+    check_cached(_cached(tmp_path, {"op_set": "full"}), reduced=False)
+    with pytest.raises(EnvBuildError, match="op set is 'reduced'.*the full set's"):
+        check_cached(_cached(tmp_path, reduced), reduced=False)
+    with pytest.raises(EnvBuildError, match="op set is 'full'.*the reduced set's"):
+        check_cached(_cached(tmp_path, {"op_set": "full"}), reduced=True)
+    with pytest.raises(EnvBuildError, match="op set is 'reduced'"):
+        check_cached(_cached(tmp_path, {**reduced, "compiled_ops": ["nms"]}), reduced=True)
+    with pytest.raises(EnvBuildError, match="unreadable build facts"):
+        check_cached(_cached(tmp_path, "{not json"), reduced=True)
+
+
+def test_digest_follows_the_op_set_but_not_the_progress_code() -> None:
+    assert digest(False) != digest(False, full_ops=True)
+    assert digest(True) == digest(True, full_ops=True), "CUDA builds are full either way"
+    here = Path(builder.__file__).parent
+    assert all((here / name).is_file() for name in BUILDER_MODULES)
+    assert "op_set.py" in BUILDER_MODULES
+    assert not {"runlog.py", "timings.py", "__main__.py"} & set(BUILDER_MODULES)
+
+
+def test_full_ops_is_kept_by_later_builds_like_the_cuda_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[tuple[bool | None, bool]] = []
+
+    def fake_build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
+        builds.append((cuda, full_ops))
+        (env / "bin").mkdir(parents=True, exist_ok=True)
+        python.write_text("")
+        builder._write_stamp(env, cuda, full_ops)
+        return python
+
+    monkeypatch.setattr(builder, "_build", fake_build)
+    env = str(tmp_path / "env")
+    assert cli.main(["build", "--env", env]) == 0
+    assert cli.main(["build", "--env", env, "--full-ops"]) == 0
+    assert cli.main(["build", "--env", env]) == 0, "train_dali after --full-ops keeps the full set"
+    assert cli.main(["build", "--env", env, "--clean"]) == 0
+    assert builds == [(None, False), (None, True), (None, True)]
+    assert json.loads((tmp_path / "env" / STAMP).read_text())["full_ops"] is True
+    assert cli.main(["build", "--env", env, "--reduced-ops"]) == 0
+    assert builds[-1] == (None, False)
