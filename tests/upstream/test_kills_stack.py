@@ -163,8 +163,8 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     import torch
 
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.runner.integration import build_dali_train_loader
     from dali_streampetr.resume import META_KEY
+    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"))
