@@ -7,7 +7,7 @@ import logging
 import os
 
 import pytest
-from conftest import tiny_config
+from loader_data import tiny_config
 
 pytestmark = pytest.mark.stack
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import tiny_config
 from dali_streampetr.loader import build_loader
 from equivalence.compare import ImageStats
 from image_perturbations import PERTURBATIONS, perturbed
+from loader_data import tiny_config
 
 
 @pytest.fixture(scope="module")

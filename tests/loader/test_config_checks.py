@@ -7,10 +7,10 @@ import re
 
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.config.checks import ConfigValueError
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import build_loader
+from loader_data import tiny_config
 
 
 def _set(cfg: dict, path: str, value) -> dict:

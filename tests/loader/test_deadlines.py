@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.errors import PipelineStartError
+from loader_data import tiny_config
 
 LOADER_DIR = Path(__file__).resolve().parent
 REPO_ROOT = LOADER_DIR.parents[1]
@@ -73,7 +73,7 @@ def test_a_worker_that_hangs_at_start_raises_after_start_timeout_then_builds_aga
 FROZEN_RUN = textwrap.dedent(
     """
     import sys
-    from conftest import tiny_config
+    from loader_data import tiny_config
     from dali_streampetr.loader import build_loader
     from dali_streampetr.pipeline.errors import PipelineStalledError
 
@@ -113,7 +113,7 @@ def test_a_frozen_pipe_run_raises_naming_the_stage_and_the_process_exits_cleanly
 LATE_WORKER = textwrap.dedent(
     """
     import os, signal, sys, time
-    from conftest import tiny_config
+    from loader_data import tiny_config
     from dali_streampetr.loader import build_loader
     from dali_streampetr.pipeline.errors import PipelineStartError
 

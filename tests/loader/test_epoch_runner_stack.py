@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import tiny_config
+from loader_data import tiny_config
 
 pytestmark = pytest.mark.stack
 

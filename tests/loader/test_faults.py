@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.errors import PipelineStalledError, WorkerDiedError
 from dali_streampetr.pipeline.failures import TooManyBadImagesError, UndecodableImageError, diagnose
 from dali_streampetr.pipeline.source import BadImageError, ImageSizeError
 from float_tolerance import float_atol
+from loader_data import tiny_config
 from PIL import Image
 
 MEAN = np.array([123.675, 116.28, 103.53])

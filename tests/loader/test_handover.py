@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.batch.assembly import BatchAssembler
 from dali_streampetr.batch.transforms import frame_targets
 from dali_streampetr.batch.wire import (
@@ -27,6 +26,7 @@ from dali_streampetr.batch.wire import (
 from dali_streampetr.batch_schema import GEOMETRY_KEYS, LIST_KEYS
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import DaliStreamLoader, build_loader
+from loader_data import tiny_config
 
 
 def same(a: torch.Tensor, b: np.ndarray) -> bool:

@@ -7,10 +7,10 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.config.settings import LoaderConfig
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.graph import image_ops
+from loader_data import tiny_config
 from test_pipeline import STD, upstream_image
 
 

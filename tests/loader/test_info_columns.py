@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CLASSES
 from dali_streampetr.frames import info_columns
 from dali_streampetr.frames.columns import to_columns
 from dali_streampetr.frames.records import frame_records, sorted_infos
 from dali_streampetr.frames.unpickle import read_pickle_file
+from loader_data import CLASSES
 
 
 def per_frame_columns(data: dict) -> tuple[dict, dict]:

@@ -6,10 +6,10 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import CLASSES
 from dali_streampetr.frames.records import InfoSchemaError, quat_to_matrix
 from dali_streampetr.frames.store import load_frames
 from float_tolerance import float_atol, product_scale
+from loader_data import CLASSES
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 from box_match import own_box
-from conftest import tiny_config
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import build_loader
 from float_tolerance import BATCH_LIDAR2IMG_OPS, projection_atol
+from loader_data import tiny_config
 
 
 @pytest.fixture(scope="module")

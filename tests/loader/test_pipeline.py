@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny_config
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.source import BadImageError, jpeg_size
 from float_tolerance import float_atol
+from loader_data import tiny_config
 from PIL import Image
 
 MEAN = np.array([123.675, 116.28, 103.53])

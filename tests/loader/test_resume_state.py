@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import tiny_config
 from dali_streampetr.loader import build_loader
 from dali_streampetr.resume import CHECKED, FIELD, FIELDS, LoaderStateMismatch, check_state, fitting_state
+from loader_data import tiny_config
 
 CKPT = "work/iter_4.pth"
 

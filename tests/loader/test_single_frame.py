@@ -10,11 +10,11 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import tiny_config
 from dali_streampetr.config.modes import SINGLE_FRAME
 from dali_streampetr.loader import build_loader
 from dali_streampetr.resume import LoaderStateMismatch, fitting_state
 from dali_streampetr.sampling.epoch import GroupEpochSampler, epoch_indices
+from loader_data import tiny_config
 
 
 def single_frame_config(filter_empty_gt: bool = True, **dlc) -> dict:

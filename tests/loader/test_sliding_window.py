@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_config
 from dali_streampetr.batch.transforms import frame_targets
 from dali_streampetr.config.modes import SLIDING_WINDOW
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.queues import choose_queue, window
+from loader_data import tiny_config
 
 T = 3
 

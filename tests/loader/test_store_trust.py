@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CLASSES
 from dali_streampetr.frames.records import read_frames
 from dali_streampetr.frames.store import load_frames, store_key, store_path
 from dali_streampetr.frames.store_build import build_store
@@ -29,6 +28,7 @@ from dali_streampetr.frames.store_file import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loader_data import CLASSES
 from test_frame_store import assert_same_frames, own_infos
 
 ARRAYS = {

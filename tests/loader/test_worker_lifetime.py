@@ -20,7 +20,7 @@ REPO_ROOT = LOADER_DIR.parents[1]
 OWNER = textwrap.dedent(
     """
     import sys, threading, time
-    from conftest import tiny_config
+    from loader_data import tiny_config
     from dali_streampetr.loader import build_loader
 
     holder = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conftest import CLASSES
+from loader_data import CLASSES
 
 COLLECT = ["lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp", "ego_pose", "ego_pose_inv"]
 IDA = {"resize_lim": (0.38, 0.55), "final_dim": (256, 704), "bot_pct_lim": (0.0, 0.0), "rot_lim": (0.0, 0.0),
