@@ -104,4 +104,6 @@ def test_gpu_check_runs_its_cpu_half_from_the_parts(wheelhouse: Path, scratch) -
         assert row["gpu_mem_mb"] is None and s["handover_ms"] is not None
     assert (work / "results" / "bench-gpu.png").stat().st_size > 10_000
     tests = (work / "results" / "tests.xml").read_text()
-    assert tests.count("<skipped") == 3 and 'failures="0"' in tests and 'errors="0"' in tests
+    # without a GPU every kit test runs and skips: as many skips as test cases, and at least one
+    assert tests.count("<skipped") == tests.count("<testcase") > 0
+    assert 'failures="0"' in tests and 'errors="0"' in tests
