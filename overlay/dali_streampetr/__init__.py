@@ -1,11 +1,11 @@
-"""DALI training loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
-sliding window (:mod:`.config.modes`).
+"""DALI loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
+sliding window (:mod:`.config.modes`), and for its test path (``data.test``, ``data.val``).
 
 The entry points are this package's names (:data:`__all__`), imported on first use (PEP 562), so
 ``import dali_streampetr`` imports neither torch, DALI nor mmcv. Everything imports without
 mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` and
-:mod:`.runner.checkpoint_check` excepted): :func:`build_mmdet_loader`, :func:`build_dali_train_loader`
-and :func:`get_dali_pipeline_distributed_args` need the upstream env.
+:mod:`.runner.checkpoint_check` excepted): :func:`build_mmdet_loader`, :func:`build_dali_train_loader`,
+:func:`build_dali_test_loader` and :func:`get_dali_pipeline_distributed_args` need the upstream env.
 
 The subpackages, in the order a batch passes them: :mod:`.config` (the settings, read once),
 :mod:`.frames` (the info file and the frame store), :mod:`.sampling` (which frames, which draws),
@@ -36,6 +36,7 @@ _EXPORTS = {
     "LoaderStateMismatch": "resume",
     "build_mmdet_loader": "runner.mmdet_adapter",
     "build_dali_train_loader": "runner.integration",
+    "build_dali_test_loader": "runner.integration",
     "get_dali_pipeline_distributed_args": "runner.integration",
 }
 __all__ = sorted(_EXPORTS)

@@ -44,6 +44,8 @@ class BatchKey:
 COLLECT3D_META_KEYS = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "flip",
                        "box_mode_3d", "box_type_3d", "img_norm_cfg", "scene_token", "gt_bboxes_3d",
                        "gt_labels_3d")  # fmt: skip
+# the test configs' Collect3D meta_keys: no annotations
+TEST_META_KEYS = tuple(k for k in COLLECT3D_META_KEYS if k not in ("gt_bboxes_3d", "gt_labels_3d"))
 NEVER_SET_META = ("flip",)  # not in upstream's results, so Collect3D leaves it out
 COLLATED_META = ("box_mode_3d", "box_type_3d", "gt_bboxes_3d", "gt_labels_3d")  # the mmdet adapter adds them
 META_ORDER = tuple(k for k in COLLECT3D_META_KEYS if k not in NEVER_SET_META)  # a collated img_metas entry

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from .batch.assembly import BatchAssembler
+from .config.modes import TEST
 from .config.reader import loader_config_from
 from .config.settings import LoaderConfig
 from .frames.records import Frame
@@ -36,7 +37,9 @@ def plain(batch: dict[str, Any]) -> dict[str, Any]:
 
 
 class DaliStreamLoader:
-    """Drop-in for StreamPETR's training DataLoader, in its three training modes.
+    """Drop-in for StreamPETR's training DataLoader, in its three training modes, and for its test
+    DataLoader (``split='test'``/``'val'`` of :func:`build_loader`: upstream's test order and sharding,
+    the deterministic test resize and crop, one pass per ``iter()``, the pipeline closed at its end).
 
     Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
     shapes and dtypes: :mod:`.batch_schema`; ``collate`` is applied on the training thread before the
@@ -102,7 +105,8 @@ class DaliStreamLoader:
 
     def __len__(self) -> int:
         """Like the original loader: streaming, the number of frames (the stream itself is infinite);
-        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch)."""
+        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch);
+        test mode, this rank's frames of one pass (the test sampler's ``num_samples``)."""
         return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
     def __next__(self) -> Any:
@@ -111,6 +115,8 @@ class DaliStreamLoader:
             and self.iteration % len(self) == 0
             and self.iteration != self._iter_start
         ):
+            if self.cfg.mode.name == TEST:
+                self.close()  # one pass evaluated: no worker waits through the training until the next
             raise StopIteration  # the end of an epoch; the next iter() starts the next one
         while True:
             if self._pipe is None:
@@ -236,6 +242,7 @@ def build_loader(
     ann_file: str | Path | None = None,
     collate: Collate = plain,
     logger: logging.Logger | None = None,
+    split: str = "train",
     **overrides: Any,
 ) -> DaliStreamLoader:
     """Loader from a StreamPETR config (dict or mmcv Config), or from the
@@ -244,7 +251,9 @@ def build_loader(
     ``ann_file`` is the info pickle as given
     (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
     named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
-    ``overrides``: ``data_loading_config`` keys."""
+    ``split``: ``train``, or ``test`` / ``val`` for the test loader of ``data.test`` / ``data.val``
+    (one pass over this rank's chunk in upstream's test order per ``iter()``:
+    :mod:`.sampling.nonshuffled`); ``overrides``: ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()
@@ -253,7 +262,7 @@ def build_loader(
     if isinstance(config, LoaderConfig):
         settings = replace(config, **overrides) if overrides else config
     else:
-        settings = loader_config_from(config, **overrides)
+        settings = loader_config_from(config, split, **overrides)
     return DaliStreamLoader(
         settings, data_root, rank=rank, world_size=world_size, seed=seed,
         device_id=device_id, ann_file=ann_file, collate=collate, logger=logger,

@@ -163,3 +163,54 @@ def tiny_config(**dlc) -> dict:
         },
         "data_loading_config": {"num_threads": 1, "py_num_workers": 0, **dlc},
     }
+
+
+EVAL_META_KEYS = ("filename", "ori_shape", "img_shape", "pad_shape", "scale_factor", "flip", "box_mode_3d",
+                  "box_type_3d", "img_norm_cfg", "scene_token")  # fmt: skip
+GEOMETRY = ["lidar2img", "intrinsics", "extrinsics", "timestamp", "img_timestamp", "ego_pose", "ego_pose_inv"]
+
+
+def eval_pipeline(cfg: dict) -> list[dict]:
+    """Upstream's test pipeline (every test config of the pin), for ``cfg``'s image settings."""
+    return [
+        {"type": "LoadMultiViewImageFromFiles", "to_float32": True},
+        {"type": "ResizeCropFlipRotImage", "data_aug_conf": cfg["ida_aug_conf"], "training": False},
+        {"type": "NormalizeMultiviewImage", **cfg["img_norm_cfg"]},
+        {"type": "PadMultiViewImage", "size_divisor": 32},
+        {
+            "type": "MultiScaleFlipAug3D",
+            "img_scale": (1333, 800),
+            "pts_scale_ratio": 1,
+            "flip": False,
+            "transforms": [
+                {
+                    "type": "PETRFormatBundle3D",
+                    "collect_keys": GEOMETRY,
+                    "class_names": CLASSES,
+                    "with_label": False,
+                },  # fmt: skip
+                {"type": "Collect3D", "keys": ["img", *GEOMETRY], "meta_keys": EVAL_META_KEYS},
+            ],
+        },
+    ]
+
+
+def tiny_eval_config(ann_file: str = "nuscenes2d_temporal_infos_val.pkl", **dlc) -> dict:
+    """``tiny_config`` with upstream-style ``data.test`` / ``data.val`` entries and test pipeline."""
+    cfg = tiny_config(**dlc)
+    cfg["test_pipeline"] = eval_pipeline(cfg)
+    split = {"type": "CustomNuScenesDataset", "pipeline": cfg["test_pipeline"], "ann_file": ann_file,
+             "classes": CLASSES, "modality": {"use_camera": True}, "queue_length": 1,
+             "collect_keys": [*GEOMETRY, "img", "img_metas"]}  # fmt: skip
+    cfg["data"].update(test=dict(split), val=dict(split), nonshuffler_sampler={"type": "DistributedSampler"})
+    return cfg
+
+
+def write_eval_infos(root: Path, drop: int = 1) -> Path:
+    """The tiny set's infos without the last ``drop`` frames (in time), as the val info file beside
+    them: 11 frames for the default, a size that is no multiple of 2 or 3."""
+    data = pickle.loads((root / "nuscenes2d_temporal_infos_train.pkl").read_bytes())
+    infos = sorted(data["infos"], key=lambda e: e["timestamp"])[: len(data["infos"]) - drop]
+    path = root / "nuscenes2d_temporal_infos_val.pkl"
+    path.write_bytes(pickle.dumps({"infos": infos, "metadata": data["metadata"]}))
+    return path

@@ -16,6 +16,7 @@ import pytest
 
 MMCV_SIDE = {
     "runner.mmdet_adapter",
+    "runner.eval_adapter",
     "runner.integration",
     "runner.state_hook",
     "runner.requeue",

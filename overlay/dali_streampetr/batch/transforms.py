@@ -238,6 +238,31 @@ def frame_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
     }
 
 
+def eval_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
+    """Everything but the pixels for one frame, as upstream's test pipeline produces it (``test_mode``:
+    no annotations are read): ResizeCropFlipRotImage(training=False)'s ``intrinsics`` and
+    ``lidar2img`` (float64, then float32 as PETRFormatBundle3D casts them), the poses and timestamps
+    as read; there is no GlobalRotScaleTransImage. The annotation keys are empty arrays (the keys of
+    :func:`frame_targets`, so the wire format and the batch assembly are the training ones)."""
+    intrinsics, lidar2img = apply_ida(frame.intrinsics, frame.extrinsics, draw)
+    n = len(frame.cam_names)
+    return {
+        "gt_bboxes_3d": np.zeros((0, 9), dtype=np.float32),
+        "gt_labels_3d": np.zeros(0, dtype=np.int64),
+        "gt_bboxes": [np.zeros((0, 4), dtype=np.float32) for _ in range(n)],
+        "centers2d": [np.zeros((0, 2), dtype=np.float32) for _ in range(n)],
+        "gt_labels": [np.zeros(0, dtype=np.int64) for _ in range(n)],
+        "depths": [np.zeros(0, dtype=np.float32) for _ in range(n)],
+        "lidar2img": lidar2img.astype(np.float32),
+        "intrinsics": intrinsics.astype(np.float32),
+        "extrinsics": np.asarray(frame.extrinsics, dtype=np.float32),
+        "timestamp": np.float64(frame.timestamp),
+        "img_timestamp": np.asarray(frame.img_timestamps, dtype=np.float64),
+        "ego_pose": np.asarray(frame.ego_pose, dtype=np.float32),
+        "ego_pose_inv": np.asarray(frame.ego_pose_inv, dtype=np.float32),
+    }
+
+
 @dataclass(frozen=True)
 class ImageParams:
     """Where one camera image is decoded and resampled (all in source pixels, HW order)."""

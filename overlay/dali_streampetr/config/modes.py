@@ -25,6 +25,9 @@ from ..batch_schema import STACKED_KEYS
 from .checks import ConfigValueError, is_bool, is_int
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
+TEST = "test"  # the test / validation loader (data.test, data.val): upstream's test_mode dataset
+TEST_SPLITS = ("test", "val")
+TEST_SAMPLER = "DistributedSampler"  # the plugin's, with shuffle=False (configs' nonshuffler_sampler)
 DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
 GROUP_SAMPLER = "DistributedGroupSampler"
@@ -76,12 +79,21 @@ class UnsupportedConfigError(ConfigValueError):
     """A config value upstream accepts but the DALI loader does not reproduce exactly."""
 
 
-def refuse(key: str, value: Any, supported: str, why: str = "") -> UnsupportedConfigError:
-    """The error for one key: its value, what the loader supports, and why (optional)."""
+WAY_OUT = {
+    "train": "Set use_dali_pipeline=False to train on upstream's DataLoader instead",
+    "evaluate": "Set use_dali_test_pipeline=False to evaluate on upstream's DataLoader instead",
+}
+
+
+def refuse(
+    key: str, value: Any, supported: str, why: str = "", *, action: str = "train"
+) -> UnsupportedConfigError:
+    """The error for one key: its value, what the loader supports, and why (optional); ``action``:
+    ``train`` or ``evaluate``, which switch gives the DataLoader back."""
     reason = f" ({why})" if why else ""
     return UnsupportedConfigError(
         f"{key}={value!r} is not reproduced by the DALI loader{reason}; supported: {supported}. "
-        "Set use_dali_pipeline=False to train on upstream's DataLoader instead"
+        + WAY_OUT[action]
     )
 
 
@@ -93,7 +105,8 @@ def _get(cfg: Any, key: str, default: Any = None) -> Any:
 
 @dataclass(frozen=True)
 class TrainingMode:
-    """The training mode and the dataset values it depends on (after ``seq_mode``'s overrides)."""
+    """The training mode and the dataset values it depends on (after ``seq_mode``'s overrides), or
+    the test mode (``TEST``: one frame per sample, upstream's test sampler)."""
 
     name: str = STREAMING
     queue_length: int = 1  # frames per sample (the T axis)
@@ -104,7 +117,8 @@ class TrainingMode:
 
     @property
     def epoch_based(self) -> bool:
-        """Whether the sampler is upstream's epoch-based DistributedGroupSampler."""
+        """Whether the loader ends a pass after ``len(loader)`` batches: upstream's epoch-based
+        DistributedGroupSampler, or the test sampler (one pass over this rank's chunk)."""
         return self.name != STREAMING
 
 
@@ -114,45 +128,72 @@ def dataset_values(train: Any) -> dict[str, Any]:
     return {k: _get(train, k, d) if _get(train, k) is not None else d for k, d in defaults.items()}
 
 
-def _check_dataset(train: Any, values: dict[str, Any], class_names: tuple[str, ...]) -> None:
+def _check_dataset(
+    train: Any, values: dict[str, Any], class_names: tuple[str, ...], split: str = "train"
+) -> None:
+    """The dataset keys of ``data.<split>`` (``train``, or a test split: ``test``, ``val``)."""
+    action = "train" if split == "train" else "evaluate"
     kind = _get(train, "type")
     if kind is not None and kind != DATASET_TYPE:
         raise refuse(
-            "data.train.type", kind, repr(DATASET_TYPE), "the loader reproduces StreamPETR's dataset"
+            f"data.{split}.type",
+            kind,
+            repr(DATASET_TYPE),
+            "the loader reproduces StreamPETR's dataset",
+            action=action,
         )
-    unknown = sorted(set(train or {}) - KNOWN_DATASET_KEYS)
+    known = KNOWN_DATASET_KEYS if split == "train" else KNOWN_DATASET_KEYS | {"samples_per_gpu"}
+    unknown = sorted(set(train or {}) - known)
     if unknown:
         key = unknown[0]
         raise refuse(
-            f"data.train.{key}",
+            f"data.{split}.{key}",
             _get(train, key),
-            f"the keys {sorted(KNOWN_DATASET_KEYS)}",
+            f"the keys {sorted(known)}",
             "an unknown dataset key",
+            action=action,
         )
-    fixed = {
-        "test_mode": False,
-        "use_valid_flag": True,
-        "load_interval": 1,
-        "with_velocity": True,
-        "box_type_3d": "LiDAR",
-    }
+    if split == "train":
+        fixed = {"test_mode": False, "use_valid_flag": True}
+    else:  # tools/test.py and the evaluation hook set test_mode=True; annotations are not read
+        fixed = {"test_mode": True} if _get(train, "test_mode") is not None else {}
+    fixed.update({"load_interval": 1, "with_velocity": True, "box_type_3d": "LiDAR"})
     for key, want in fixed.items():
         if values[key] != want or type(values[key]) is not type(want):
-            raise refuse(f"data.train.{key}", values[key], repr(want))
+            raise refuse(f"data.{split}.{key}", values[key], repr(want), action=action)
     fca = dict(values["file_client_args"] or {})
     if fca != {"backend": "disk"}:
         raise refuse(
-            "data.train.file_client_args", fca, "{'backend': 'disk'}", "the loader reads local files"
+            f"data.{split}.file_client_args",
+            fca,
+            "{'backend': 'disk'}",
+            "the loader reads local files",
+            action=action,
         )
     modality = values["modality"] or {}
     if not _get(modality, "use_camera", False):
-        raise refuse("data.train.modality", dict(modality), "use_camera=True", "the loader reads the cameras")
+        raise refuse(
+            f"data.{split}.modality",
+            dict(modality),
+            "use_camera=True",
+            "the loader reads the cameras",
+            action=action,
+        )
     classes = _get(train, "classes")
     if classes is not None and tuple(classes) != tuple(class_names):
-        raise refuse("data.train.classes", list(classes), f"the config's class_names {list(class_names)}")
+        raise refuse(
+            f"data.{split}.classes",
+            list(classes),
+            f"the config's class_names {list(class_names)}",
+            action=action,
+        )
+    if split != "train":
+        return  # a test sample is one frame: the dataset's collect_keys (union2one) are not used
     keys = _get(train, "collect_keys")
     if keys is not None and (len(set(keys)) != len(keys) or set(keys) != DATASET_COLLECT_KEYS):
-        raise refuse("data.train.collect_keys", list(keys), f"the keys {sorted(DATASET_COLLECT_KEYS)}")
+        raise refuse(
+            "data.train.collect_keys", list(keys), f"the keys {sorted(DATASET_COLLECT_KEYS)}", action=action
+        )
 
 
 def _check_int(key: str, value: Any, lo: int) -> None:
@@ -221,3 +262,45 @@ def training_mode_from(cfg: Any, class_names: tuple[str, ...]) -> TrainingMode:
         filter_empty_gt=values["filter_empty_gt"],
         runner=runner,
     )
+
+
+def eval_mode_from(cfg: Any, split: str, class_names: tuple[str, ...]) -> TrainingMode:
+    """The test mode of ``data.<split>`` (``test``: ``tools/test.py``; ``val``: the evaluation hook):
+    upstream's ``prepare_test_data``, one frame per sample through the test pipeline, in the order
+    of the ``nonshuffler_sampler``. :class:`UnsupportedConfigError` names the first value the loader
+    does not reproduce."""
+    if split not in TEST_SPLITS:
+        raise ValueError(f"split must be one of {TEST_SPLITS}, got {split!r}")
+    data = _get(cfg, "data", {}) or {}
+    test = _get(data, split, {}) or {}
+    if isinstance(test, list | tuple):
+        raise refuse(
+            f"data.{split}",
+            f"a list of {len(test)} datasets",
+            "one dataset dict",
+            "tools/test.py's concatenated test sets",
+            action="evaluate",
+        )
+    _check_dataset(test, dataset_values(test), class_names, split)
+    per_gpu = _get(test, "samples_per_gpu", 1)
+    if per_gpu != 1 or not is_int(per_gpu):
+        raise refuse(
+            f"data.{split}.samples_per_gpu",
+            per_gpu,
+            "1",
+            "the streaming model tests one frame at a time (forward_test takes the first sample)",
+            action="evaluate",
+        )
+    sampler_cfg = _get(data, "nonshuffler_sampler")
+    sampler = _get(sampler_cfg, "type", TEST_SAMPLER) if sampler_cfg is not None else TEST_SAMPLER
+    if sampler != TEST_SAMPLER:
+        raise refuse("data.nonshuffler_sampler.type", sampler, repr(TEST_SAMPLER), action="evaluate")
+    extra = sorted(set(sampler_cfg or {}) - {"type"})
+    if extra:
+        raise refuse(
+            f"data.nonshuffler_sampler.{extra[0]}",
+            _get(sampler_cfg, extra[0]),
+            "no other key",
+            action="evaluate",
+        )
+    return TrainingMode(TEST)

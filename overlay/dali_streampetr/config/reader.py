@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from .checks import ConfigValueError
-from .modes import dataset_values, refuse, training_mode_from
+from .modes import dataset_values, eval_mode_from, refuse, training_mode_from
 from .settings import DALI_KNOBS, GRST_KEYS, IDA_KEYS, AugConfig, LoaderConfig
 from .train_pipeline import check_pipeline
 
@@ -39,6 +39,24 @@ def _aug_config(ida: Mapping, grst: Mapping) -> AugConfig:
     return AugConfig(**kwargs)
 
 
+def _common(cfg: Any, dataset: Any, pipeline: Any) -> dict[str, Any]:
+    """The settings both loaders read alike: normalisation, range, classes, the pad's divisor."""
+    kwargs: dict[str, Any] = {}
+    norm = _get(cfg, "img_norm_cfg", {}) or {}
+    for key in ("mean", "std", "to_rgb"):
+        if _get(norm, key) is not None:
+            kwargs[key] = _seq(_get(norm, key))
+    if _get(cfg, "point_cloud_range") is not None:
+        kwargs["point_cloud_range"] = _seq(_get(cfg, "point_cloud_range"))
+    names = _get(cfg, "class_names") or _get(dataset, "classes")
+    if names:
+        kwargs["class_names"] = _seq(names)
+    pad = _find_transform(pipeline, "PadMultiViewImage")
+    if _get(pad, "size_divisor") is not None:
+        kwargs["size_divisor"] = _get(pad, "size_divisor")
+    return kwargs
+
+
 def _knobs(cfg: Any) -> dict[str, Any]:
     """The ``data_loading_config`` block; an unknown key is refused by name."""
     dlc = _get(cfg, "data_loading_config", {}) or {}
@@ -57,40 +75,29 @@ def knobs_from(cfg: Any) -> LoaderConfig:
     return LoaderConfig(**_knobs(cfg))
 
 
-def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
+def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> LoaderConfig:
     """Read ``ida_aug_conf``, ``img_norm_cfg``, ``point_cloud_range``, ``class_names``,
     ``data.samples_per_gpu``, the dataset keys of ``data.train`` (the training mode:
     :mod:`.modes`), its pipeline (``data.train.pipeline``, else ``train_pipeline``: every step
     checked, :mod:`.train_pipeline`) and the ``data_loading_config`` block; ``overrides`` win over
-    all of them. Raises :class:`~.checks.ConfigValueError` (or its subclass
+    all of them. ``split='test'`` or ``'val'``: the test loader of ``data.test`` / ``data.val``
+    instead (:func:`eval_config_from`). Raises :class:`~.checks.ConfigValueError` (or its subclass
     :class:`~.modes.UnsupportedConfigError`) naming the first key the loader cannot use."""
+    if split != "train":
+        return eval_config_from(cfg, split, **overrides)
     data = _get(cfg, "data", {}) or {}
     train = _get(data, "train", {}) or {}
     pipeline = _get(train, "pipeline") or _get(cfg, "train_pipeline")
     ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
     kwargs: dict[str, Any] = {"aug": _aug_config(ida, _find_transform(pipeline, "GlobalRotScaleTransImage"))}
-    norm = _get(cfg, "img_norm_cfg", {}) or {}
-    for key in ("mean", "std", "to_rgb"):
-        if _get(norm, key) is not None:
-            kwargs[key] = _seq(_get(norm, key))
-    if _get(cfg, "point_cloud_range") is not None:
-        kwargs["point_cloud_range"] = _seq(_get(cfg, "point_cloud_range"))
-    names = _get(cfg, "class_names") or _get(train, "classes")
-    if names:
-        kwargs["class_names"] = _seq(names)
-    pad = _find_transform(pipeline, "PadMultiViewImage")
-    if _get(pad, "size_divisor") is not None:
-        kwargs["size_divisor"] = _get(pad, "size_divisor")
+    kwargs.update(_common(cfg, train, pipeline))
     if _get(data, "samples_per_gpu") is not None:
         kwargs["samples_per_gpu"] = _get(data, "samples_per_gpu")
     kwargs["seq_split_num"] = dataset_values(train)["seq_split_num"]
     if _get(train, "ann_file"):
         kwargs["ann_file"] = str(_get(train, "ann_file"))
     kwargs.update(_knobs(cfg))
-    known = {f.name for f in fields(LoaderConfig)}
-    bad = set(overrides) - known
-    if bad:
-        raise TypeError(f"unknown loader settings: {sorted(bad)}")
+    _check_overrides(overrides)
     kwargs.update(overrides)
     result = LoaderConfig(**kwargs)  # checks every value (config/checks.py)
     if "mode" not in overrides:
@@ -100,4 +107,49 @@ def loader_config_from(cfg: Any, **overrides: Any) -> LoaderConfig:
     if result.mode.epoch_based and result.offset_order_per_rank:
         raise refuse("data_loading_config.offset_order_per_rank", True, "False with seq_mode=False",
                      "upstream's DistributedGroupSampler takes no per-rank seed offset")  # fmt: skip
+    return result
+
+
+def _check_overrides(overrides: dict[str, Any]) -> None:
+    bad = set(overrides) - {f.name for f in fields(LoaderConfig)}
+    if bad:
+        raise TypeError(f"unknown loader settings: {sorted(bad)}")
+
+
+def eval_config_from(cfg: Any, split: str = "test", **overrides: Any) -> LoaderConfig:
+    """The test loader's settings from ``data.<split>`` (``test``: ``tools/test.py``; ``val``: the
+    evaluation hook of ``--validate``): ``ida_aug_conf``'s image keys, ``img_norm_cfg``,
+    ``class_names``, the dataset's ``ann_file`` and ``samples_per_gpu`` (1, as ``tools/test.py``),
+    its pipeline (``data.<split>.pipeline``, else ``test_pipeline``: every step checked,
+    :mod:`.eval_pipeline`), the test sampler (:func:`~.modes.eval_mode_from`) and the
+    ``data_loading_config`` block (the same knobs as training; ``replicate_dataset_per_gpu`` and
+    ``offset_order_per_rank`` do not apply: upstream's test loader always shards by the real rank)."""
+    from .eval_pipeline import check_eval_pipeline
+
+    data = _get(cfg, "data", {}) or {}
+    test = _get(data, split, {}) or {}
+    if isinstance(test, list | tuple):
+        test = {}  # refused by name below (eval_mode_from)
+    pipeline = _get(test, "pipeline") or _get(cfg, "test_pipeline")
+    ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
+    kwargs: dict[str, Any] = {"aug": AugConfig(**{k: _seq(ida[k]) for k in IDA_KEYS if k in ida})}
+    kwargs.update(_common(cfg, test, pipeline))
+    kwargs["samples_per_gpu"] = _get(test, "samples_per_gpu", 1)
+    if _get(test, "ann_file"):
+        kwargs["ann_file"] = str(_get(test, "ann_file"))
+    kwargs.update(_knobs(cfg))
+    _check_overrides(overrides)
+    kwargs.update(overrides)
+    result = LoaderConfig(**kwargs)
+    if "mode" not in overrides:
+        result = replace(result, mode=eval_mode_from(cfg, split, result.class_names))
+    if pipeline is None:
+        raise refuse(
+            f"data.{split}.pipeline",
+            None,
+            "upstream's test pipeline",
+            "the config has none",
+            action="evaluate",
+        )
+    check_eval_pipeline(pipeline, result, split)
     return result

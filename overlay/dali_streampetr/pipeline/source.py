@@ -12,8 +12,9 @@ import os
 
 import numpy as np
 
-from ..batch.transforms import frame_targets, image_params
+from ..batch.transforms import eval_targets, frame_targets, image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
+from ..config.modes import TEST
 from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
 from .workers import watch_owner
@@ -40,6 +41,7 @@ class ImageSource:
         self.frames = frames  # read per sample: no per-frame object is held (a forked worker shares them)
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
+        self._targets = eval_targets if cfg.mode.name == TEST else frame_targets
         self.owner_pid = os.getpid()  # the loader's process: a spawned worker ends when it dies
 
     def __getstate__(self) -> dict:
@@ -78,7 +80,7 @@ class ImageSource:
             token, cams, paths = frame.token, frame.cam_names, frame.img_paths
             reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
             check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
-            targets = frame_targets(frame, sample.draw, self.cfg)
+            targets = self._targets(frame, sample.draw, self.cfg)
             plan = {
                 "iteration": iteration,
                 "index": sample.index,

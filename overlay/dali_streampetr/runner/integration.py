@@ -18,15 +18,16 @@ from mmdet.utils import get_root_logger
 
 from ..config.modes import TrainingMode, UnsupportedConfigError
 from ..config.reader import knobs_from, loader_config_from
-from ..loader import DaliStreamLoader
+from ..loader import DaliStreamLoader, build_loader
 from ..pipeline.placement import local_device_id
 from .checkpoint_check import checkpoint_problem
+from .eval_adapter import DaliTestDataLoader, SkippedImages, to_eval_collated
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .schedule import RunSchedule
 from .slot_log import SlotLog
 from .state_hook import DaliStreamStateHook
 
-__all__ = ["build_dali_train_loader", "get_dali_pipeline_distributed_args"]
+__all__ = ["build_dali_test_loader", "build_dali_train_loader", "get_dali_pipeline_distributed_args"]
 
 
 def build_dali_train_loader(
@@ -57,6 +58,35 @@ def build_dali_train_loader(
     loader.checkpoint_problem = functools.partial(checkpoint_problem, loader.loader)
     log_schedule(cfg, loader.loader)
     return loader
+
+
+def build_dali_test_loader(cfg: Any, dataset: Any, *, split: str = "test") -> DaliTestDataLoader:
+    """The DALI test loader of ``data.<split>`` (``test``: the patched ``tools/test.py``; ``val``: the
+    evaluation hook of ``--validate``), a drop-in for upstream's test DataLoader over ``dataset``
+    (upstream's test dataset, built by the caller: its length and ``evaluate``). The info file is
+    ``data.<split>.ann_file`` as given, images as the training loader finds them (``data_root`` where
+    the split names one); this process's rank, world size and DALI device as in training. Every
+    config value the test loader does not reproduce is refused by name here, before any frame is read.
+    """
+    settings = loader_config_from(cfg, split)
+    part = cfg.data[split]
+    args = get_dali_pipeline_distributed_args(cfg)
+    skipped = SkippedImages(to_eval_collated)
+    loader = build_loader(
+        settings, part.get("data_root") or ".", **args, ann_file=part.ann_file, collate=skipped,
+        logger=get_root_logger(),
+    )  # fmt: skip
+    if len(loader.frames) != len(dataset):
+        raise RuntimeError(
+            f"the DALI test loader read {len(loader.frames)} frames from {part.ann_file}, upstream's dataset "
+            f"{len(dataset)}: they must be the same set (data.{split}.load_interval, a filtered info file?)"
+        )
+    get_root_logger().info(
+        f"DALI test loader ({split}): {len(loader.frames)} frames; rank {args['rank']} of "
+        f"{args['world_size']}: frames {loader.sampler.chunk[0]}..{loader.sampler.chunk[-1]} "
+        f"({len(loader)} with the wrap-around)"
+    )
+    return DaliTestDataLoader(loader, dataset, skipped)
 
 
 def get_dali_pipeline_distributed_args(cfg: Any) -> dict[str, int | None]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..batch.transforms import filter_objects
+from ..config.modes import TEST
 from ..config.settings import LoaderConfig
 from ..frames.records import Frame
 from ..frames.store_view import FrameStore
@@ -25,7 +26,11 @@ def sampler_args(
     cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
 ) -> dict[str, Any]:
     """What the planner is rebuilt from (in the external source's worker too): the sampler's kind and
-    arguments; outside streaming also the per-frame label and scene facts the queues need."""
+    arguments; in the epoch-based training modes also the per-frame label and scene facts the queues
+    need; in test mode the set's size (:mod:`.nonshuffled`)."""
+    if cfg.mode.name == TEST:  # upstream's test sampler: sharded by the real rank, never replicated
+        return {"kind": "test", "size": len(frames), "batch_size": cfg.samples_per_gpu,
+                "rank": rank, "world_size": world_size}  # fmt: skip
     split = "replicate" if cfg.replicate_dataset_per_gpu else "shard"
     common = {
         "batch_size": cfg.samples_per_gpu,

@@ -17,8 +17,11 @@ import numpy as np
 from ..batch.transforms import AugDraw
 from ..config.settings import AugConfig, LoaderConfig
 from .epoch import GroupEpochSampler
+from .nonshuffled import NonShuffledSampler
 from .queues import choose_queue, queue_seed
 from .stream import StreamSampler
+
+Sampler = StreamSampler | GroupEpochSampler | NonShuffledSampler
 
 
 @dataclass(frozen=True)
@@ -34,11 +37,13 @@ class SamplePlan:
     shuffles: tuple[tuple[int, ...], ...] = ()
 
 
-def make_sampler(args: dict[str, Any]) -> StreamSampler | GroupEpochSampler:
+def make_sampler(args: dict[str, Any]) -> Sampler:
     """The sampler of ``args`` (the loader's ``sampler_args``: ``kind`` + the sampler's arguments)."""
     kwargs = {k: v for k, v in args.items() if k not in ("kind", "labelled", "scenes")}
     if args["kind"] == "epoch":
         return GroupEpochSampler(**kwargs)
+    if args["kind"] == "test":
+        return NonShuffledSampler(**kwargs)
     return StreamSampler(**kwargs)
 
 
@@ -49,7 +54,7 @@ class BatchPlanner:
 
     def __init__(
         self,
-        sampler: StreamSampler | GroupEpochSampler,
+        sampler: Sampler,
         cfg: LoaderConfig,
         seed: int,
         *,
@@ -65,6 +70,9 @@ class BatchPlanner:
 
     def plan(self, iteration: int) -> list[SamplePlan]:
         rank, aug = self.sampler.rank, self.cfg.aug
+        if isinstance(self.sampler, NonShuffledSampler):  # test: one deterministic draw for every frame
+            draw = eval_draw(aug)
+            return [SamplePlan(index, False, draw) for index in self.sampler.batch(iteration)]
         if not isinstance(self.sampler, GroupEpochSampler):
             indices = self.sampler.batch(iteration)
             draws = [frame_draw(aug, self.seed, rank, iteration, slot) for slot in range(len(indices))]
@@ -119,6 +127,29 @@ def sample_draw(aug: AugConfig, rng: np.random.RandomState) -> AugDraw:
         rot_angle=rot_angle,
         scale_ratio=scale_ratio,
         translation=tuple(float(t) for t in trans),
+    )
+
+
+def eval_draw(aug: AugConfig) -> AugDraw:
+    """ResizeCropFlipRotImage._sample_augmentation with ``training=False``: the resize that covers
+    ``final_dim`` (``max(fH / H, fW / W)``, not ``resize_lim``), the crop at the mean of
+    ``bot_pct_lim`` from the bottom and centred horizontally, no flip, no rotation; the test pipeline
+    has no GlobalRotScaleTransImage (angle 0, scale 1, no translation)."""
+    H, W = aug.H, aug.W
+    fH, fW = aug.final_dim
+    resize = max(fH / H, fW / W)
+    new_w, new_h = int(W * resize), int(H * resize)
+    crop_h = int((1 - float(np.mean(aug.bot_pct_lim))) * new_h) - fH
+    crop_w = int(max(0, new_w - fW) / 2)
+    return AugDraw(
+        resize=resize,
+        resize_dims=(new_w, new_h),
+        crop=(crop_w, crop_h, crop_w + fW, crop_h + fH),
+        flip=False,
+        rotate=0.0,
+        rot_angle=0.0,
+        scale_ratio=1.0,
+        translation=(0.0, 0.0, 0.0),
     )
 
 
