@@ -6,6 +6,10 @@ the patch that gives tools/test.py a CPU path; a GPU host goes through the launc
 GPUs, gloo on a CPU-only host). The config defaults to the one `tools/train.py` dumped into the
 checkpoint's work dir. nuscenes-devkit's result and metrics JSON are kept in `<work dir>/eval/pts_bbox/`;
 mAP, NDS and the per-class table are printed from them. Exit 0 only when mAP and NDS are finite.
+
+`--loader dali|torch` chooses the test loader (`use_dali_test_pipeline`); without it the config
+decides (DALI where it sets `use_dali_pipeline=True` or `use_dali_test_pipeline=True`). The loader
+that ran is printed with the metrics.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from upstream_env.paths import ENV_DIR, ROOT, env_python
 from .train import CHECKOUT, CONFIGS, free_port
 
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
+LOADERS = ("dali", "torch")
+DALI_LINE = "DALI test loader (test):"  # what the DALI test loader logs when tools/test.py builds it
 DEFAULT_CHECKPOINT = ROOT / "work_dirs" / "train_dali" / "latest.pth"
 TP_ERRORS = (("trans_err", "ATE"), ("scale_err", "ASE"), ("orient_err", "AOE"), ("vel_err", "AVE"),
              ("attr_err", "AAE"))  # fmt: skip
@@ -48,6 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "checkpoint)",
     )
     ap.add_argument("--gpus", type=int, default=1, help="processes (torchrun) — one per GPU, or CPU ranks")
+    ap.add_argument("--loader", choices=LOADERS, help="the test loader (default: the one the config selects)")
     ap.add_argument("--out", type=Path, help="where the JSON results go (default: <checkpoint dir>/eval)")
     ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/test.py")
@@ -87,7 +94,10 @@ def resolve_config(name: str | None, checkpoint: Path) -> Path:
 def test_command(args: argparse.Namespace, config: Path, on_gpu: bool) -> list[str]:
     """The tools/test.py command line (run in the checkout); under torchrun for several processes or a GPU."""
     data = args.data_root.resolve()
-    options = [f"data.test.data_root={data}/", f"data.test.ann_file={args.ann_file}", *args.cfg_options]
+    options = [f"data.test.data_root={data}/", f"data.test.ann_file={args.ann_file}"]
+    if args.loader:
+        options.append(f"use_dali_test_pipeline={args.loader == 'dali'}")
+    options += args.cfg_options
     script = ["tools/test.py", str(config), str(args.checkpoint.resolve()), "--eval", "bbox"]
     script += ["--cfg-options", *options, "--eval-options", f"jsonfile_prefix={args.out}"]
     if args.gpus == 1 and not on_gpu:
@@ -128,6 +138,26 @@ def _check_inputs(args: argparse.Namespace) -> None:
         raise EvaluateError(f"{args.ann_file}: no val info pickle (make it with `nox -s create_data`)")
 
 
+def run_teed(cmd: list[str]) -> tuple[int, str]:
+    """Run ``cmd`` in the checkout, its output (stdout and stderr) passed through as it comes and kept."""
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+    kept = []
+    with subprocess.Popen(
+        cmd,
+        cwd=CHECKOUT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    ) as proc:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            kept.append(line)
+    return proc.returncode, "".join(kept)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -137,14 +167,17 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out / "pts_bbox", ignore_errors=True)  # never report an older run's metrics
         args.out.mkdir(parents=True, exist_ok=True)
         print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
-        code = subprocess.run(cmd, cwd=CHECKOUT, env={**os.environ, "PYTHONPATH": str(CHECKOUT)}).returncode
+        code, output = run_teed(cmd)
         if code != 0:
             raise EvaluateError(f"tools/test.py failed (exit {code})")
+        loader = "dali" if DALI_LINE in output else "torch"
+        if args.loader and loader != args.loader:
+            raise EvaluateError(f"--loader {args.loader} asked, but tools/test.py ran on the {loader} loader")
         summary = read_metrics(args.out)
     except EvaluateError as exc:
         print(f"upstream_run evaluate: {exc}", file=sys.stderr)
         return 1
-    print(f"\nevaluate: {args.checkpoint} with {config.name} on {args.ann_file}")
+    print(f"\nevaluate: {args.checkpoint} with {config.name} on {args.ann_file}, {loader} test loader")
     print(format_metrics(summary))
     print(f"evaluate: results and metrics JSON in {args.out / 'pts_bbox'}")
     if not (math.isfinite(summary["mean_ap"]) and math.isfinite(summary["nd_score"])):

@@ -128,8 +128,8 @@ def _check_steps(steps: list, names: tuple[str, ...], where: str, cfg: LoaderCon
                     f"{where}[{i}] {kind}.{param}",
                     value,
                     f"{expected[param]!r}, the value the loader uses",
-                    "it differs from the config's top-level value (ida_aug_conf, img_norm_cfg, "
-                    "class_names, collect_keys) or from upstream's test configs",
+                    "it differs from what the loader reads (class_names, the geometry collect_keys) "
+                    "or from upstream's test configs",
                     action="evaluate",
                 )
         if kind == "MultiScaleFlipAug3D":

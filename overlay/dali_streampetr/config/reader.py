@@ -118,8 +118,8 @@ def _check_overrides(overrides: dict[str, Any]) -> None:
 
 def eval_config_from(cfg: Any, split: str = "test", **overrides: Any) -> LoaderConfig:
     """The test loader's settings from ``data.<split>`` (``test``: ``tools/test.py``; ``val``: the
-    evaluation hook of ``--validate``): ``ida_aug_conf``'s image keys, ``img_norm_cfg``,
-    ``class_names``, the dataset's ``ann_file`` and ``samples_per_gpu`` (1, as ``tools/test.py``),
+    evaluation hook of ``--validate``): the image keys of the test pipeline's ``data_aug_conf`` and
+    its normalisation (else ``ida_aug_conf``, ``img_norm_cfg``), ``class_names``, the dataset's ``ann_file`` and ``samples_per_gpu`` (1, as ``tools/test.py``),
     its pipeline (``data.<split>.pipeline``, else ``test_pipeline``: every step checked,
     :mod:`.eval_pipeline`), the test sampler (:func:`~.modes.eval_mode_from`) and the
     ``data_loading_config`` block (the same knobs as training; ``replicate_dataset_per_gpu`` and
@@ -131,9 +131,14 @@ def eval_config_from(cfg: Any, split: str = "test", **overrides: Any) -> LoaderC
     if isinstance(test, list | tuple):
         test = {}  # refused by name below (eval_mode_from)
     pipeline = _get(test, "pipeline") or _get(cfg, "test_pipeline")
-    ida = dict(_get(cfg, "ida_aug_conf", {}) or {})
+    # the values the test transforms themselves are given (a config may leave its test pipeline at
+    # other image settings than the top-level ida_aug_conf it trains with), else the top-level ones
+    ida = _get(_find_transform(pipeline, "ResizeCropFlipRotImage"), "data_aug_conf")
+    ida = dict(ida or _get(cfg, "ida_aug_conf", {}) or {})
     kwargs: dict[str, Any] = {"aug": AugConfig(**{k: _seq(ida[k]) for k in IDA_KEYS if k in ida})}
     kwargs.update(_common(cfg, test, pipeline))
+    norm = _find_transform(pipeline, "NormalizeMultiviewImage")
+    kwargs.update({k: _seq(_get(norm, k)) for k in ("mean", "std", "to_rgb") if _get(norm, k) is not None})
     kwargs["samples_per_gpu"] = _get(test, "samples_per_gpu", 1)
     if _get(test, "ann_file"):
         kwargs["ann_file"] = str(_get(test, "ann_file"))
