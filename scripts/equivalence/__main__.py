@@ -29,6 +29,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, help="default: the first seed covering flip x padding")
     ap.add_argument("--draws", type=int, default=2000, help="draws per side for the distribution tests")
     ap.add_argument("--sequence-iters", type=int, default=24, help="iterations of the sampler comparison")
+    ap.add_argument("--split", choices=("train", "test"), default="train",
+                    help="test: the test loader against upstream's test DataLoader (tools/test.py), on 1, "
+                    "2 and 3 ranks")  # fmt: skip
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "equivalence")
     args = ap.parse_args(argv)
     if args.batches < 1:
@@ -46,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         args.data_root = ensure_dataset()
     import_upstream()
     from .harness import run_config, upstream_training_configs
+
+    if args.split == "test":
+        return main_test_split(args, upstream_training_configs(CHECKOUT))
 
     records = []
     configs = (
@@ -65,6 +71,24 @@ def main(argv: list[str] | None = None) -> int:
     write_json(records, out)
     ok = all(r["ok"] for r in records)
     print(f"equivalence: {'PASS' if ok else 'FAIL'} ({', '.join(r['config'] for r in records)}); wrote {out}")
+    return 0 if ok else 1
+
+
+def main_test_split(args: argparse.Namespace, all_configs: list[str]) -> int:
+    """``--split test``: :func:`.eval_split.compare_test_split` per config."""
+    from .eval_split import compare_test_split, render_test_split
+
+    records = []
+    for config in all_configs if args.all_upstream_configs else args.config or DEFAULT_CONFIGS:
+        print(f"equivalence (test split): {config} on {args.data_root}", flush=True)
+        record = compare_test_split(config, args.data_root.resolve())
+        records.append(record)
+        print(render_test_split(record) + "\n", flush=True)
+    out = args.out / "equivalence_test.json"
+    write_json(records, out)
+    ok = all(r["ok"] for r in records)
+    names = ", ".join(r["config"] for r in records)
+    print(f"equivalence (test split): {'PASS' if ok else 'FAIL'} ({names}); wrote {out}")
     return 0 if ok else 1
 
 

@@ -1,0 +1,147 @@
+"""The test split (``nox -s equivalence -- --split test``): every test batch of the DALI test loader
+against upstream's test DataLoader, field by field, on each rank of several world sizes.
+
+The original side is what ``tools/test.py`` builds: ``CustomNuScenesDataset`` with ``test_mode=True``
+and the config's test pipeline, the plugin's ``DistributedSampler`` (``shuffle=False``) for rank ``r``
+of ``W``, one sample per batch, mmcv's ``collate``. The DALI side is the patched ``tools/test.py``'s
+loader (``split='test'``, collated by :func:`dali_streampetr.runner.eval_adapter.to_eval_collated`).
+Checked per world size: the same dataset index at every step of every rank, the gathered parts cut to
+the set's size are every frame once in order (``collect_results_cpu``), the same structure
+(keys, nesting, DataContainer flags, ``img_metas`` keys and values: :func:`.compare.walk`), geometry
+within the training bound and images within the image tolerance (docs/tolerances.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compare import FieldStats, ImageStats, field_name, kind_of, walk
+from .original import config_path
+
+ANN_VAL = "nuscenes2d_temporal_infos_val.pkl"
+WORLD_SIZES = (1, 2, 3)
+
+
+def load_test_config(config: str, data_root: Path):
+    """The mmcv ``Config`` with ``data.test`` pointed at ``data_root``'s val infos, as ``tools/test.py``
+    leaves it (``test_mode=True``, ``samples_per_gpu`` popped)."""
+    from mmcv import Config
+
+    cfg = Config.fromfile(str(config_path(config)))
+    root = Path(data_root).resolve()
+    cfg.data.test.data_root = f"{root}/"
+    cfg.data.test.ann_file = str(root / ANN_VAL)
+    cfg.data.test.test_mode = True
+    cfg.data.test.pop("samples_per_gpu", None)
+    return cfg
+
+
+def original_test_loader(dataset: Any, rank: int, world_size: int):
+    """Upstream's test DataLoader of rank ``rank`` of ``world_size`` (the plugin's ``build_dataloader``
+    with ``dist=True, shuffle=False``; no worker processes: the same batches, in this process)."""
+    from mmcv.parallel import collate
+    from projects.mmdet3d_plugin.datasets.samplers.distributed_sampler import DistributedSampler
+    from torch.utils.data import DataLoader
+
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=False, seed=0)
+    return DataLoader(dataset, batch_size=1, sampler=sampler, num_workers=0,
+                      collate_fn=functools.partial(collate, samples_per_gpu=1), pin_memory=False)  # fmt: skip
+
+
+def compare_test_split(
+    config: str, data_root: Path, world_sizes: tuple[int, ...] = WORLD_SIZES, *, image_path: str = "exact"
+) -> dict[str, Any]:
+    """One record: per world size the per-rank index lists of both sides and whether they agree;
+    the structure differences and field statistics over every batch of every rank."""
+    from dali_streampetr.config.modes import UnsupportedConfigError
+    from dali_streampetr.loader import build_loader
+    from dali_streampetr.runner.eval_adapter import SkippedImages, to_eval_collated
+    from mmdet3d.datasets import build_dataset
+
+    cfg = load_test_config(config, data_root)
+    try:
+        from dali_streampetr.config.reader import loader_config_from
+
+        settings = loader_config_from(cfg, "test", image_path=image_path)
+    except UnsupportedConfigError as exc:
+        return {"config": config, "split": "test", "refused": str(exc), "ok": True}
+    dataset = build_dataset(cfg.data.test)
+    size = len(dataset)
+    fields: dict[str, Any] = {"img": ImageStats(np.asarray(settings.std, dtype=np.float32))}
+    structure: list[str] = []
+    orders: dict[str, Any] = {}
+    for world in world_sizes:
+        parts_dali, parts_orig = [], []
+        for rank in range(world):
+            original = original_test_loader(dataset, rank, world)
+            parts_orig.append(list(original.sampler))
+            skipped = SkippedImages(to_eval_collated)
+            got = []
+            with build_loader(settings, cfg.data.test.data_root, rank=rank, world_size=world,
+                              ann_file=cfg.data.test.ann_file, collate=skipped) as loader:  # fmt: skip
+                batches = iter(loader)
+                for step, theirs in enumerate(original):
+                    ours = next(batches)
+                    got.append(loader.planner.plan(step)[0].index)
+                    problems: list[str] = []
+                    for path, a, b in walk(ours, theirs, "", problems):
+                        name = field_name(path)
+                        stats = fields.get(name) or fields.setdefault(name, FieldStats(name, kind_of(name)))
+                        stats.update(a, b)
+                    structure += [f"world {world} rank {rank} step {step}: {p}" for p in problems]
+                try:  # next(), not a for loop: iter() of the loader starts a new pass
+                    next(batches)
+                    structure.append(f"world {world} rank {rank}: a DALI batch after the original's end")
+                except StopIteration:
+                    pass
+            parts_dali.append(got)
+        gathered = [i for part in parts_dali for i in part][:size]
+        orders[str(world)] = {
+            "dali": parts_dali,
+            "original": parts_orig,
+            "same": parts_dali == parts_orig,
+            "gathered_is_every_frame_once": gathered == list(range(size)),
+        }
+    ok = (
+        not structure
+        and all(s.ok() for s in fields.values())
+        and all(o["same"] and o["gathered_is_every_frame_once"] for o in orders.values())
+    )
+    return {
+        "config": config,
+        "split": "test",
+        "frames": size,
+        "orders": orders,
+        "fields": {name: s.summary() for name, s in fields.items()},
+        "structure_diffs": structure,
+        "ok": ok,
+    }
+
+
+def render_test_split(record: dict[str, Any]) -> str:
+    """A short text table of one record."""
+    if "refused" in record:
+        return f"refused: {record['refused']}"
+    lines = [f"{record['config']}: {record['frames']} test frames"]
+    for world, o in record["orders"].items():
+        same = "same" if o["same"] else "DIFFERENT"
+        once = o["gathered_is_every_frame_once"]
+        lines.append(
+            f"  world size {world}: per-rank order {same} {o['dali']}; gathered = every frame once: {once}"
+        )
+    lines.append("| field | max abs diff | mean abs diff | tolerance | ok |")
+    lines.append("|---|---|---|---|---|")
+    for name, s in record["fields"].items():
+        if s["kind"] == "image":
+            tol = f"mean <= {s['tolerance']['mean_abs']}, p99.9 <= {s['tolerance']['p99_9']} per image"
+            extra = f" (PSNR {s['psnr_db']:.1f} dB, worst image mean {s['worst_image_mean_abs']:.3f})"
+        else:
+            tol, extra = f"max <= {s['tolerance']['max_abs']:g}", ""
+        lines.append(f"| {name} | {s['max_abs']:.3g} | {s['mean_abs']:.3g}{extra} | {tol} | "
+                     f"{'yes' if s['ok'] else 'NO'} |")  # fmt: skip
+    lines += [f"  structure: {d}" for d in record["structure_diffs"][:20]] or ["  structure: identical"]
+    return "\n".join(lines)
