@@ -2,7 +2,7 @@
 ``DistributedSampler`` without shuffling, ``collect_results_cpu``'s gathering) on a set whose size is
 no multiple of the world size, the scene resets, the deterministic test resize and crop, one pass per
 ``iter()``, faults, and every test-config value it does not reproduce refused by name. The collated
-batch against upstream's own DataLoader is tests/loader/test_eval_loader_stack.py."""
+batch against upstream's own DataLoader is tests/equivalence/test_eval_split_stack.py."""
 
 from __future__ import annotations
 
