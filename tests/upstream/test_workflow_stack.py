@@ -154,54 +154,78 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (``Z``: a zombie), or "" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _is_rank(pid: int) -> bool:
+    """A tools/test.py rank (not the launcher, whose arguments name the script too)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"tools/test.py" in cmdline and b"torch.distributed" not in cmdline
+
+
 def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
-    dist_trained: tuple[Path, str], synthetic_dataset: Path
+    dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path
 ) -> None:
-    """``tools/dist_test.sh <DALI config> <ckpt> 2``: once both ranks built their DALI test loader
-    and its workers run, SIGKILL the two tools/test.py processes (what the out-of-memory killer or a
-    scheduler does); the launcher exits and every DALI worker ends itself within seconds."""
+    """``tools/dist_test.sh <DALI config> <ckpt> 2`` on 80 frames (the train infos ten times): once both ranks
+    run DALI worker processes, SIGKILL the two tools/test.py processes (what the out-of-memory killer
+    or a scheduler does); the launcher exits and every DALI worker ends itself within seconds."""
     import signal
     import time
     import uuid
 
     work, _ = dist_trained
-    marker = f"EVAL_KILL_TEST={uuid.uuid4().hex}"
+    key, value = "EVAL_KILL_TEST", uuid.uuid4().hex
+    marker = f"{key}={value}"
     data = synthetic_dataset
+    infos = pickle.loads((data / "nuscenes2d_temporal_infos_train.pkl").read_bytes())
+    copies = []
+    for k in range(10):  # a longer test set (the same images): the kill lands mid-pass
+        for info in infos["infos"]:
+            copies.append(
+                {**info, "token": f"{info['token']}-{k}", "timestamp": info["timestamp"] + k * 10**9}
+            )
+    ann = tmp_path / "long_infos.pkl"
+    ann.write_bytes(pickle.dumps({**infos, "infos": copies}))
     cmd = ["bash", "tools/dist_test.sh", CONFIG, str(work / "iter_1.pth"), "2", "--eval", "bbox",
-           "--cfg-options", f"data.test.data_root={data}/",
-           f"data.test.ann_file={data}/nuscenes2d_temporal_infos_val.pkl",
+           "--cfg-options", f"data.test.data_root={data}/", f"data.test.ann_file={ann}",
            "data_loading_config.py_num_workers=1"]  # fmt: skip
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    key, value = marker.split("=")
     env = {**os.environ, "PATH": path, "PORT": str(free_port()), key: value}
-    proc = subprocess.Popen(cmd, cwd=CHECKOUT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=CHECKOUT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
     try:
-        seen = []
-        for line in proc.stdout:
-            seen.append(line)
-            if sum("DALI test loader (test)" in x for x in seen) == 2 or len(seen) > 5000:
+        deadline, ranks, workers = time.monotonic() + 600, [], []
+        while time.monotonic() < deadline and proc.poll() is None:
+            ranks = [p for p in _marked(marker) if _is_rank(p)]
+            workers = [p for p in _marked(marker) if _parent(p) in ranks and not _is_rank(p)]
+            if len(ranks) == 2 and len({_parent(p) for p in workers}) == 2:
                 break
-        assert sum("DALI test loader (test)" in x for x in seen) == 2, "".join(seen[-50:])
-        time.sleep(3)  # the first batches: the workers are forked
-        ranks = [
-            p
-            for p in _marked(key + "=" + value)
-            if b"tools/test.py" in Path(f"/proc/{p}/cmdline").read_bytes()
-        ]
-        everyone = _marked(marker)
-        assert len(ranks) >= 2 and len(everyone) > len(ranks) + 2, (
-            ranks,
-            everyone,
-        )  # + bash, launcher, workers
+            time.sleep(0.2)
+        assert len(ranks) == 2 and len({_parent(p) for p in workers}) == 2, (ranks, workers, proc.poll())
         for pid in ranks:
             os.kill(pid, signal.SIGKILL)
-        proc.stdout.close()
         proc.wait(timeout=60)
         deadline = time.monotonic() + 20
         while _marked(marker) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _marked(marker) == [], "processes left running after the ranks were killed"
+        # ended: gone, or a zombie waiting for its new parent to reap it (holds no memory, runs nothing)
+        assert all(_state(p) in ("", "Z") for p in workers), {p: _state(p) for p in workers}
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
