@@ -1,5 +1,6 @@
 """``python -m loaderbench [--data-root DIR] [--batches N] [--repeats R] [--out DIR] ...``
-(``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.scale`)
+(``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.scale`;
+``--case eval``: the test loaders of ``tools/test.py``, the ``eval`` profile without variants)
 
 Runs every configuration in its own process (see :mod:`.runcase`), then the decode floors
 (:mod:`.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
@@ -34,7 +35,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "configuration's repeats (evens out a host whose speed drifts; default 1)",
     )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench", help="output folder")
-    ap.add_argument("--profiles", default="r50,accv", help="comma list of r50, accv, 8key (default r50,accv)")
+    ap.add_argument(
+        "--profiles", default="r50,accv", help="comma list of r50, accv, 8key, eval (default r50,accv)"
+    )
     ap.add_argument("--only", default="", help="run only configurations whose name contains this")
     ap.add_argument("--accv-full", action="store_true", help="sweep accv like r50 (default: 2 cores only)")
     ap.add_argument("--no-variants", action="store_true", help="skip the DALI setting variants")
@@ -82,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             from .scale import main as scale_main
 
             return scale_main(rest)
-        if case != ["sweep"]:
-            raise SystemExit(f"loaderbench: --case is sweep (default) or scale, got {case}")
+        if case == ["eval"]:
+            rest = [*rest, "--profiles", "eval", "--no-variants", "--no-floor"]
+        elif case != ["sweep"]:
+            raise SystemExit(f"loaderbench: --case is sweep (default), scale or eval, got {case}")
         argv = rest
     args = parse_args(argv)
     t_start = time.perf_counter()

@@ -5,7 +5,10 @@ the published ACCV-Lab evaluation: batch 8, 1024x372 output (``final_dim=(372, 1
 ``resize_lim=(0.64, 0.7)`` so that the 1024-wide crop fits into the resized 1600x900 image
 (0.64 * 1600 = 1024), and ``replicate_dataset_per_gpu=True`` (a no-op for one process). ``8key``
 is the upstream sliding-window config as it is: batch 1 of 8 frames, 48 images of 256x704 per
-batch - the heaviest loader case upstream has. Its
+batch - the heaviest loader case upstream has. ``eval`` is the r50 config's test path
+(``--case eval``): ``tools/test.py``'s loader, one frame per batch, the deterministic test resize,
+against upstream's test DataLoader (``test_mode``, sequential, ``collate``), on a test set of the
+train frames ten times over (:func:`eval_infos`) so that no pass ends inside a measurement. Its
 ``seq_split_num`` is 4 instead of 2 so that the 3 training scenes of the synthetic set give the 8
 streams 8 batch slots need (it decides which frame follows which, not the work per batch).
 Everything here runs in the upstream (OpenMMLab) env with the applied checkout on ``sys.path``.
@@ -23,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = ROOT / "upstream" / "StreamPETR"
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
 KEY8_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"
-FRAMES_PER_BATCH = {"r50": 2, "accv": 8, "8key": 8}  # samples x frames per sample
+FRAMES_PER_BATCH = {"r50": 2, "accv": 8, "8key": 8, "eval": 1}  # samples x frames per sample
+EVAL_COPIES = 10  # the eval profile's test set: the train frames this many times (time-shifted)
 ACCV_IDA = {"final_dim": (372, 1024), "resize_lim": (0.64, 0.7)}
 ACCV_BATCH = 8
 ACCV_SEQ_SPLIT = 4  # 8 batch slots need >= 8 sequence groups; the synthetic train split has 3 scenes
@@ -82,7 +86,7 @@ def sweep(
     profiles with the fast image path at their DALI threads, and the GPU with it too."""
     cases = []
     for profile in profiles:
-        full = profile == "r50" or accv_full
+        full = profile in ("r50", "eval") or accv_full
         threads = (1, 2) if full else (2,)
         cases += [Case(profile, "torch", workers=w) for w in ((0, 1, 2) if full else (2,))]
         cases += [Case(profile, "dali", threads=t) for t in threads]
@@ -105,14 +109,45 @@ def enter_checkout() -> None:
     os.chdir(CHECKOUT)
 
 
+def eval_infos(data_root: Path) -> Path:
+    """The eval profile's info file (made once, under ``out/bench-eval/``): ``data_root``'s train
+    infos ``EVAL_COPIES`` times, each copy with its own tokens and shifted in time (so the timestamp
+    sort keeps the copies apart), all pointing at the same images."""
+    import hashlib
+    import pickle
+
+    src = data_root / "nuscenes2d_temporal_infos_train.pkl"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    path = ROOT / "out" / "bench-eval" / f"eval_infos_{digest}_x{EVAL_COPIES}.pkl"
+    if path.is_file():
+        return path
+    with src.open("rb") as f:
+        data = pickle.load(f)
+    infos = [
+        {**info, "token": f"{info['token']}-{k}", "timestamp": info["timestamp"] + k * 10**9}
+        for k in range(EVAL_COPIES)
+        for info in data["infos"]
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(pickle.dumps({**data, "infos": infos}))
+    partial.replace(path)
+    return path
+
+
 def load_config(profile: str, data_root: Path) -> Any:
-    """The mmcv Config of ``profile`` with the train set pointed at ``data_root``."""
+    """The mmcv Config of ``profile`` with the train set (eval: the test set) pointed at ``data_root``."""
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / (KEY8_CONFIG if profile == "8key" else R50_CONFIG)))
     cfg.data.train.data_root = f"{data_root}/"
     cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
-    if profile == "accv":
+    if profile == "eval":  # as tools/test.py leaves data.test
+        cfg.data.test.data_root = f"{data_root}/"
+        cfg.data.test.ann_file = str(eval_infos(data_root))
+        cfg.data.test.test_mode = True
+        cfg.data.samples_per_gpu = 1
+    elif profile == "accv":
         cfg.ida_aug_conf.update(ACCV_IDA)
         for step in cfg.data.train.pipeline:
             if step["type"] == "ResizeCropFlipRotImage":
@@ -121,7 +156,7 @@ def load_config(profile: str, data_root: Path) -> Any:
         cfg.data.train.seq_split_num = ACCV_SEQ_SPLIT
         cfg.data_loading_config = {"replicate_dataset_per_gpu": True}
     elif profile not in ("r50", "8key"):
-        raise ValueError(f"unknown profile {profile!r} (r50, accv, 8key)")
+        raise ValueError(f"unknown profile {profile!r} (r50, accv, 8key, eval)")
     return cfg
 
 
@@ -155,8 +190,58 @@ def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **o
     )  # fmt: skip
 
 
+class Endless:
+    """A test loader's passes one after the other (``tools/test.py`` makes one pass; the benchmark's
+    timed ``next()`` calls must not meet its end): ``iter`` once, then a new pass where one ends."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader, self._it = loader, None
+
+    def __iter__(self) -> Endless:
+        return self
+
+    def __next__(self) -> Any:
+        if self._it is None:
+            self._it = iter(self.loader)
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._it = iter(self.loader)
+            return next(self._it)
+
+    def close(self) -> None:
+        close = getattr(self.loader, "close", None)
+        if close is not None:
+            close()
+
+
+def build_eval(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Endless:
+    """The eval profile's loaders: upstream's test DataLoader as ``tools/test.py`` builds it in one
+    process (``dist=False``, ``shuffle=False``: the frames in order), or the DALI test loader in the
+    collated form ``tools/test.py`` hands the model."""
+    if case.loader == "torch":
+        import projects.mmdet3d_plugin  # noqa: F401
+        from mmdet3d.datasets import build_dataset
+        from projects.mmdet3d_plugin.datasets.builder import build_dataloader
+
+        dataset = build_dataset(cfg.data.test)
+        return Endless(build_dataloader(dataset, 1, case.workers, dist=False, shuffle=False,
+                                        nonshuffler_sampler=cfg.data.nonshuffler_sampler))  # fmt: skip
+    from dali_streampetr.loader import build_loader
+    from dali_streampetr.runner.eval_adapter import to_eval_collated
+
+    loader = build_loader(
+        cfg, data_root, rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
+        ann_file=cfg.data.test.ann_file, collate=to_eval_collated, split="test", num_threads=case.threads,
+        device=case.device, **overrides,
+    )  # fmt: skip
+    return Endless(loader)
+
+
 def build(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Any:
     """The loader of ``case`` from the (profile's) config ``cfg``."""
+    if case.profile == "eval":
+        return build_eval(case, cfg, data_root, **overrides)
     if case.loader == "torch":
         return build_torch(cfg, case.workers)
     return build_dali(cfg, data_root, case.threads, case.device, **overrides)

@@ -119,11 +119,12 @@ def _check_overrides(overrides: dict[str, Any]) -> None:
 def eval_config_from(cfg: Any, split: str = "test", **overrides: Any) -> LoaderConfig:
     """The test loader's settings from ``data.<split>`` (``test``: ``tools/test.py``; ``val``: the
     evaluation hook of ``--validate``): the image keys of the test pipeline's ``data_aug_conf`` and
-    its normalisation (else ``ida_aug_conf``, ``img_norm_cfg``), ``class_names``, the dataset's ``ann_file`` and ``samples_per_gpu`` (1, as ``tools/test.py``),
-    its pipeline (``data.<split>.pipeline``, else ``test_pipeline``: every step checked,
-    :mod:`.eval_pipeline`), the test sampler (:func:`~.modes.eval_mode_from`) and the
-    ``data_loading_config`` block (the same knobs as training; ``replicate_dataset_per_gpu`` and
-    ``offset_order_per_rank`` do not apply: upstream's test loader always shards by the real rank)."""
+    its normalisation (else ``ida_aug_conf``, ``img_norm_cfg``), ``class_names``, the dataset's
+    ``ann_file`` and ``samples_per_gpu`` (1, as ``tools/test.py``), its pipeline
+    (``data.<split>.pipeline``, else ``test_pipeline``: every step checked, :mod:`.eval_pipeline`),
+    the test sampler (:func:`~.modes.eval_mode_from`) and the ``data_loading_config`` block (the
+    same knobs as training; ``replicate_dataset_per_gpu`` and ``offset_order_per_rank`` do not
+    apply: upstream's test loader always shards by the real rank)."""
     from .eval_pipeline import check_eval_pipeline
 
     data = _get(cfg, "data", {}) or {}

@@ -15,19 +15,26 @@ from ..batch_schema import GEOMETRY_KEYS, TEST_META_KEYS
 from ..loader import DaliStreamLoader
 
 
+def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
+    """Sample ``b``'s ``img_metas`` entry as ``Collect3D`` makes it in the test pipeline: the test
+    configs' ``meta_keys`` in their order, with ``flip`` (``MultiScaleFlipAug3D`` sets it) and the box
+    mode and type (the dataset's ``pre_pipeline``)."""
+    meta = {
+        **batch["img_metas"][b][0],
+        "flip": False,
+        "box_mode_3d": Box3DMode.LIDAR,
+        "box_type_3d": LiDARInstance3DBoxes,
+    }
+    return {k: meta[k] for k in TEST_META_KEYS}
+
+
 def eval_sample(batch: dict[str, Any], b: int = 0) -> dict[str, list[DataContainer]]:
     """Sample ``b`` of a plain test batch as upstream's test pipeline returns it: ``Collect3D``'s dict
     (``img_metas``, then ``img`` and the collect keys, in the test configs' order), each value a list
     of one DataContainer (``MultiScaleFlipAug3D`` with one scale and no flip), formatted as
     ``PETRFormatBundle3D`` does (``img`` stacked, the collect keys not)."""
-    meta = {
-        **batch["img_metas"][b][0],
-        "flip": False,  # MultiScaleFlipAug3D sets it
-        "box_mode_3d": Box3DMode.LIDAR,
-        "box_type_3d": LiDARInstance3DBoxes,
-    }
     sample = {
-        "img_metas": [DataContainer({k: meta[k] for k in TEST_META_KEYS}, cpu_only=True)],
+        "img_metas": [DataContainer(eval_meta(batch, b), cpu_only=True)],
         "img": [DataContainer(batch["img"][b, 0], stack=True)],
     }
     for key in GEOMETRY_KEYS:
@@ -37,7 +44,23 @@ def eval_sample(batch: dict[str, Any], b: int = 0) -> dict[str, list[DataContain
 
 def to_eval_collated(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
     """What upstream's test DataLoader yields: ``mmcv.parallel.collate`` of the batch's samples
-    (:func:`eval_sample`), with ``samples_per_gpu`` = their number (1 in ``tools/test.py``)."""
+    (:func:`eval_sample`) with ``samples_per_gpu`` = their number (1 in ``tools/test.py``), built
+    directly: the images are DALI's batch tensor as it is, not stacked again (collate's copy would
+    cost the evaluating thread a copy of every image). The equality with collate's own output is
+    checked against upstream's DataLoader (tests/equivalence/test_eval_split_stack.py)."""
+    n = len(batch["img_metas"])
+    metas = [eval_meta(batch, b) for b in range(n)]
+    out = {
+        "img_metas": [DataContainer([metas], cpu_only=True)],
+        "img": [DataContainer([batch["img"][:, 0]], stack=True, padding_value=0)],
+    }
+    for key in GEOMETRY_KEYS:
+        out[key] = [DataContainer([[batch[key][b, 0] for b in range(n)]], stack=False, padding_value=0)]
+    return out
+
+
+def to_eval_collated_by_mmcv(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
+    """The same through ``mmcv.parallel.collate`` of :func:`eval_sample` per sample (the reference)."""
     samples = [eval_sample(batch, b) for b in range(len(batch["img_metas"]))]
     return collate(samples, samples_per_gpu=len(samples))
 
