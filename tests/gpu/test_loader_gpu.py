@@ -8,6 +8,9 @@
 - CPU decoding with a ``device_id`` hands the images over on that GPU, bit-identical to the CPU;
 - the loader runs on the GPU of ``LOCAL_RANK`` (what the integration picks), its images written on
   the caller's current CUDA stream;
+- the test loader (``split='test'``: one frame a batch, the deterministic test resize) with nvJPEG
+  decoding against its CPU graph: the same frames in order, images within the tolerance, the
+  geometry bit for bit;
 - two StreamPETR training iterations with the DALI GPU settings (stack tier as well).
 
 Run them with ``nox -s tests_gpu`` on a machine with a GPU; elsewhere each test skips with one line.
@@ -85,6 +88,31 @@ def test_mixed_decoding_matches_cpu_decoding(synthetic_dataset: Path, cpu_batche
             mean, p999 = grey_level_diff(batch["img"], ref["img"])
             assert mean <= MEAN_TOL and p999 <= P999_TOL, (mean, p999)
             assert_same_targets(batch, ref, torch)
+
+
+def test_the_test_loader_with_mixed_decoding_matches_its_cpu_graph(
+    synthetic_dataset: Path, torch_cuda
+) -> None:
+    from dataclasses import replace
+
+    from dali_streampetr.config.modes import TEST, TrainingMode
+    from dali_streampetr.config.settings import LoaderConfig
+    from dali_streampetr.loader import DaliStreamLoader
+
+    torch = torch_cuda
+    val = synthetic_dataset / "nuscenes2d_temporal_infos_val.pkl"
+    passes = {}
+    for device, device_id in (("cpu", None), ("gpu", 0)):
+        cfg = replace(LoaderConfig(device=device, num_threads=2, py_num_workers=1), samples_per_gpu=1,
+                      mode=TrainingMode(TEST))  # fmt: skip
+        with DaliStreamLoader(cfg, synthetic_dataset, ann_file=val, device_id=device_id) as test_loader:
+            passes[device] = list(test_loader)
+    assert len(passes["gpu"]) == len(passes["cpu"]) > 0
+    for batch, ref in zip(passes["gpu"], passes["cpu"], strict=True):
+        assert batch["img"].device == torch.device("cuda", 0) and batch["img"].shape == ref["img"].shape
+        mean, p999 = grey_level_diff(batch["img"], ref["img"])
+        assert mean <= MEAN_TOL and p999 <= P999_TOL, (mean, p999)
+        assert_same_targets(batch, ref, torch)
 
 
 def test_fast_image_path_on_the_gpu(synthetic_dataset: Path, cpu_batches, torch_cuda) -> None:
