@@ -22,6 +22,10 @@ then every attribute of every frame of the store is compared with the per-frame 
 (``infos.read_frames``). The DataLoader at 2 ranks is measured
 only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Writes
 ``<out>/scale.json`` and ``<out>/scale.png``.
+
+``--split val``: the test loaders instead (default 6,019 frames, nuScenes val): ``tools/test.py``'s
+DataLoader over the test dataset against the DALI test loader, one frame a batch; the DALI test
+loader maps the same kind of frame store as training (one per info file and node).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from .scale_checks import frame_diffs, reference_read
 PHASE_TAG = "PHASE "
 SETTLE_S = 1.0  # the loader's run-ahead batch (~0.2 s here) has finished before a reading
 NUSCENES_TRAIN = 28130
+NUSCENES_VAL = 6019
 TORCH_WORKERS = 2
 DALI_THREADS = 2
 
@@ -90,10 +95,26 @@ def run_rank(spec: dict[str, Any]) -> None:
     data_root = Path(spec["data_root"])
     cfg = load_config("r50", data_root)
     cfg.data.train.ann_file = spec["ann_file"]
-    case = Case("r50", spec["loader"], workers=TORCH_WORKERS, threads=DALI_THREADS)
+    test = spec.get("split") == "val"
+    if test:  # as tools/test.py leaves data.test
+        cfg.data.test.update(data_root=f"{data_root}/", ann_file=spec["ann_file"], test_mode=True)
+        cfg.data.samples_per_gpu = 1
+    case = Case("eval" if test else "r50", spec["loader"], workers=TORCH_WORKERS, threads=DALI_THREADS)
     _phase("imported")
     t0 = time.perf_counter()
-    if spec["loader"] == "dali":
+    if test and spec["loader"] == "dali":
+        from dali_streampetr.loader import build_loader
+        from dali_streampetr.runner.eval_adapter import to_eval_collated
+
+        from .cases import Endless
+
+        loader = Endless(build_loader(
+            cfg, data_root, rank=spec["rank"], world_size=spec["world_size"], device_id=None,
+            num_threads=DALI_THREADS, ann_file=spec["ann_file"], collate=to_eval_collated, split="test",
+        ))  # fmt: skip
+    elif test:  # upstream's test DataLoader (one rank each: the sampler split is not what is measured)
+        loader = build(case, cfg, data_root)
+    elif spec["loader"] == "dali":
         from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
 
         loader = build_mmdet_loader(
@@ -109,7 +130,8 @@ def run_rank(spec: dict[str, Any]) -> None:
     else:
         loader = build(case, cfg, data_root)
     build_s = time.perf_counter() - t0
-    frames = len(loader.loader.frames) if spec["loader"] == "dali" else len(loader.dataset)
+    inner = loader.loader if test or spec["loader"] == "dali" else loader
+    frames = len(inner.frames) if spec["loader"] == "dali" else len(inner.dataset)
     _phase("built", build_s=build_s, frames=frames)
     it = iter(loader)
     t0 = time.perf_counter()
@@ -222,7 +244,9 @@ def summarise(loader: str, ranks: int, results: list[dict[str, dict[str, Any]]],
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="loaderbench --case scale", description=__doc__.split("\n\n")[1])
-    ap.add_argument("--frames", type=int, default=NUSCENES_TRAIN, help="replica size (default 28130)")
+    ap.add_argument("--split", choices=("train", "val"), default="train",
+                    help="val: the test loaders (tools/test.py), default 6019 frames")  # fmt: skip
+    ap.add_argument("--frames", type=int, help="replica size (default 28130; 6019 with --split val)")
     ap.add_argument("--pass-frames", type=int, default=400, help="replica of the full pass (default 400)")
     ap.add_argument("--batches", type=int, default=100, help="batches before the PSS reading (default 100)")
     ap.add_argument("--torch-ranks", default="1", help="comma list of DataLoader rank counts (default 1)")
@@ -236,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     from . import scale_report as report
 
     args = parse_args(argv)
+    if args.frames is None:
+        args.frames = NUSCENES_VAL if args.split == "val" else NUSCENES_TRAIN
+    if args.split == "val" and args.out == ROOT / "out" / "bench-scale":
+        args.out = ROOT / "out" / "bench-scale-val"
     if args.data_root is None:
         from synthdata import ensure_dataset
 
@@ -248,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     stores = out / "frame-stores"
     shutil.rmtree(stores, ignore_errors=True)
     loaders = [x for x in args.loaders.split(",") if x]
-    spec = {"data_root": str(data_root), "ann_file": str(big), "batches": args.batches, "full_pass": False}
+    spec = {"data_root": str(data_root), "ann_file": str(big), "batches": args.batches, "full_pass": False,
+            "split": args.split}  # fmt: skip
     rows: list[dict[str, Any]] = []
 
     def measure(loader: str, ranks: int, cold: bool = False, **extra: Any) -> None:
@@ -267,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, {how} in {read_s:.1f} s)",
         flush=True,
     )
-    pass_batches = -(-args.pass_frames // 2)  # the r50 batch: 2 samples
+    pass_batches = -(-args.pass_frames // (1 if args.split == "val" else 2))  # the r50 batch: 2 samples
     if "dali" in loaders:
         # the pipeline's own memory on the embedded frames, over as many batches as the full pass
         measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
@@ -285,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     for loader in loaders:
         measure(loader, 1, ann_file=str(small), full_pass=True)
     result = {
+        "split": args.split,
         "frames": args.frames,
         "pass_frames": args.pass_frames,
         "pickle_mib": big.stat().st_size / 2**20,
