@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from overlaytool.rebase.references import reference_lines
 from overlaytool.targets import load_targets
 
 from .scratch_copy import scratch
@@ -95,9 +96,22 @@ def _steps(project: Path, cache: Path, ref: str, source: str | None, settings: V
 def _rebase(project: Path, cache: Path, ref: str, frm: list[str]) -> tuple[bool, str]:
     done = overlaytool(project, cache, "rebase", ref, *frm)
     if not done.ok:
-        return False, f"the rebase did not finish (exit {done.returncode}):\n{done.tail()}"
+        stop = "".join(f"{line}\n" for line in stop_lines(project))
+        return False, f"the rebase did not finish (exit {done.returncode}):\n{stop}{done.tail()}"
     pin = load_targets(project)[0].pin
     return True, f"series moved to {pin.commit[:12]}"
+
+
+def stop_lines(project: Path) -> list[str]:
+    """What stopped the rebase, from its JSON report in the copy: the output's tail holds the patch
+    statuses, printed after the stop's own lines (the unresolved references name the files)."""
+    try:
+        report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
+        stop = report.get("would_stop") or {}
+        lines = [f"stop: {stop['kind']}: {stop['message']}"] if stop else []
+        return lines + [line.strip() for line in reference_lines(report.get("overlay_references") or [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []  # no report (the rebase stopped before writing one): the tail says why
 
 
 def _apply(project: Path, cache: Path, converged: bool) -> tuple[bool, str]:

@@ -18,16 +18,16 @@ from pathlib import Path
 from overlaytool.cache import cache_root
 
 # step -> (seconds measured cold on a 2-core host, whether it is CPU-bound: scales with cores).
-# The cold baseline build of 2026-12-01 at load 2-6; the reduced compile from its CPU time (its
-# longest unit, pybind.cpp, takes 62.6 CPU-s; the 2 units compile side by side).
+# The cold `nox -s train_dali` of 2026-12-01 on an idle 2-core host (load 0.1-1.8), the reduced op
+# set; the full compile from the cold baseline build of the same day (load 2-6).
 REFERENCE: dict[str, tuple[float, bool]] = {
     "venv": (3.4, False),
-    "torch": (60.9, False),
-    "mmcv-reduced": (70.0, True),
+    "torch": (64.0, False),
+    "mmcv-reduced": (51.7, True),
     "mmcv-full": (864.7, True),
-    "mmdet3d": (18.3, False),
-    "requirements": (117.5, False),
-    "check": (14.2, False),
+    "mmdet3d": (6.2, False),
+    "requirements": (51.5, False),
+    "check": (6.4, False),
 }
 REFERENCE_CORES = 2
 KEEP = 5  # records kept per step

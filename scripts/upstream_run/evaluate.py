@@ -61,6 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.gpus < 1:
         ap.error("--gpus must be >= 1")
+    args.checkpoint = args.checkpoint.resolve()  # given from where the user is; test.py runs in the checkout
     args.out = (args.out or args.checkpoint.parent / "eval").resolve()
     args.ann_file = (args.ann_file or args.data_root / VAL_INFOS).resolve()
     return args

@@ -4,6 +4,7 @@ env: the stack tier runs them on the real pin (test_vet_stack.py); here they fai
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -47,3 +48,31 @@ def test_a_clean_candidate_is_rebased_and_applied_in_the_copy_only(project: Proj
     assert steps["train"].ok is None
     assert project_state(project) == before, "pin, patches, checkout and cache refs as they were"
     assert list(scratch.iterdir()) == []
+
+
+def test_the_rebase_steps_detail_names_the_stop_and_the_references_from_the_report(tmp_path: Path):
+    """The rebase's output ends with the patch statuses; the stop (and the overlay files and what they
+    name) come from its report, or the detail would not say which file broke."""
+    from forkwatch.vet import stop_lines
+
+    assert stop_lines(tmp_path) == []  # no report: the output's tail is all there is
+    report = tmp_path / "upstream" / "rebase-report.json"
+    report.parent.mkdir()
+    report.write_text("{not json")
+    assert stop_lines(tmp_path) == []
+    reference = {
+        "file": "overlay/projects/configs/dali/x_dali.py", "kind": "_base_", "names": "../base.py",
+        "expected": "projects/configs/base.py", "candidate": "projects/configs/base_renamed.py", "note": "",
+    }  # fmt: skip
+    stop = {
+        "kind": "overlay-reference",
+        "patch": None,
+        "paths": [],
+        "message": "1 overlay reference(s) do not resolve",
+    }
+    report.write_text(json.dumps({"would_stop": stop, "overlay_references": [reference]}))
+    assert stop_lines(tmp_path) == [
+        "stop: overlay-reference: 1 overlay reference(s) do not resolve",
+        "overlay/projects/configs/dali/x_dali.py: _base_ '../base.py' → projects/configs/base.py does not "
+        "exist; git's candidate at the target: projects/configs/base_renamed.py",
+    ]

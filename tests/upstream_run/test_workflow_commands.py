@@ -59,6 +59,18 @@ def test_default_config_is_the_one_dumped_last_before_the_checkpoint(tmp_path: P
         evaluate.default_config(work / "iter_1.pth")
 
 
+def test_a_relative_checkpoint_is_taken_from_where_the_user_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tools/test.py runs in the checkout: a path given from the repo root must reach it whole."""
+    work = _ckpt_dir(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = evaluate.parse_args(["work/iter_1.pth", "--data-root", "d"])
+    assert args.checkpoint == work / "iter_1.pth"
+    assert evaluate.default_config(args.checkpoint) == work / "this_run.py"  # absolute, as test.py needs
+    assert args.out == work / "eval"
+
+
 def test_unknown_config_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(evaluate.EvaluateError, match="--config nosuch: no such config"):
         evaluate.resolve_config("nosuch", tmp_path / "iter_1.pth")
