@@ -31,15 +31,33 @@ DIFF = (
 )
 
 
-def _sync_overlay(target: Target) -> list[str]:
-    """Copy edited overlay files from the checkout back into overlay/; return their paths."""
-    changed = []
+def _sync_overlay(target: Target, stamp: dict | None) -> list[str]:
+    """Copy overlay files edited in the checkout back into overlay/; return their paths.
+
+    Only a checkout copy that changed since the last apply wrote it is copied: where overlay/ is the
+    side that changed, the checkout holds the stale copy and overlay/ is kept. Where both changed (to
+    different contents), nothing is copied and the files are named: either copy would lose an edit."""
+    written = stamp["files"] if stamp else {}
+    copy, both = [], []
     for rel, source in overlay_files(target.overlay_dir, target.overlay_moves).items():
-        blob = current(target.checkout, rel)
-        if blob is not None and blob != overlay_blob(source):
-            put(source, blob)
-            changed.append(rel)
-    return changed
+        blob, ours = current(target.checkout, rel), overlay_blob(source)
+        if blob is None or blob == ours:
+            continue
+        if rel in written and same_state(written[rel], blob.state):
+            continue  # the checkout's copy is what apply wrote: the edit is in overlay/
+        if rel in written and not same_state(written[rel], ours.state):
+            both.append(rel)
+            continue
+        copy.append((rel, source, blob))
+    if both:
+        raise OverlayError(
+            f"{target.label}: overlay file(s) edited both in overlay/ and in {target.checkout} since the "
+            f"last apply: {', '.join(both)}. Nothing was written. Keep one side (copy it over the other), "
+            "then refresh again."
+        )
+    for _, source, blob in copy:
+        put(source, blob)
+    return [rel for rel, _, _ in copy]
 
 
 def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str | None]) -> list[str]:
@@ -108,7 +126,7 @@ def refresh_target(target: Target) -> str:
 def _refresh_locked(target: Target) -> str:
     patches = load_series(target.patch_dir)
     stamp = read_stamp(target.checkout)
-    overlay = _sync_overlay(target)
+    overlay = _sync_overlay(target, stamp)
     head = git_out("rev-parse", "HEAD", cwd=target.checkout)
     if head != target.pin.commit:
         dirty = git("status", "--porcelain", "--untracked-files=no", cwd=target.checkout).stdout.strip()

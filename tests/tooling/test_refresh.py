@@ -57,6 +57,24 @@ def test_overlay_edits_go_back_to_overlay_not_into_a_patch(applied: Project) -> 
     assert patch_files(applied) == before
 
 
+def test_an_overlay_edit_made_in_overlay_is_kept_by_refresh(applied: Project) -> None:
+    """Edited in overlay/ after apply, the checkout holds the stale copy: refresh must not copy it back."""
+    (applied.root / "overlay" / "cfg.py").write_text("a = 3\n")
+    assert applied.run("refresh") == 0
+    assert (applied.root / "overlay" / "cfg.py").read_text() == "a = 3\n"
+    assert applied.run("apply") == 0
+    assert (applied.checkout / "cfg.py").read_text() == "a = 3\n"
+
+
+def test_an_overlay_file_edited_on_both_sides_is_refused_and_both_kept(applied: Project, capsys) -> None:
+    (applied.root / "overlay" / "cfg.py").write_text("a = 3\n")
+    (applied.checkout / "cfg.py").write_text("a = 4\n")
+    assert applied.run("refresh") == 1
+    assert "edited both in overlay/ and in" in capsys.readouterr().err
+    assert (applied.root / "overlay" / "cfg.py").read_text() == "a = 3\n"
+    assert (applied.checkout / "cfg.py").read_text() == "a = 4\n"
+
+
 def test_change_to_a_file_no_patch_owns_is_refused(applied: Project, capsys) -> None:
     (applied.checkout / "tools" / "other.py").write_text("new\n")
     git(applied.checkout, "add", "-N", "tools/other.py")
