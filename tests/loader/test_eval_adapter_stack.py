@@ -1,7 +1,8 @@
 """Stack tier: what the patched ``tools/test.py`` and evaluation hook get from
 ``build_dali_test_loader``: a ``DataLoader`` that mmcv's evaluation hooks accept, over upstream's
 test dataset, its images served black under ``on_bad_image='skip'`` listed by sample, camera and
-path, and a config value it does not reproduce refused before any frame is read."""
+path, a rank that does not evaluate given the frame count instead, and a config value it does not
+reproduce refused before any frame is read."""
 
 from __future__ import annotations
 
@@ -74,3 +75,28 @@ def test_a_value_the_test_loader_does_not_reproduce_is_refused_before_reading(
         UnsupportedConfigError, match=r"MultiScaleFlipAug3D.flip=True .*use_dali_test_pipeline=False"
     ):
         build_dali_test_loader(cfg, dataset=None, split="test")
+
+
+def test_a_rank_that_does_not_evaluate_counts_the_frame_store_instead_of_upstreams_dataset(
+    synthetic_dataset: Path,
+) -> None:
+    """tools/test.py builds upstream's dataset on rank 0 only; another rank passes None and gets the
+    frame store's count and the classes: the same length, no evaluate."""
+    from dali_streampetr import build_dali_test_loader
+    from equivalence.eval_split import load_test_config
+    from equivalence.original import import_upstream
+    from mmdet3d.datasets import build_dataset
+
+    import_upstream()
+    cfg = load_test_config("r50", synthetic_dataset)
+    cfg.data_loading_config = {"py_num_workers": 0}
+    loader = build_dali_test_loader(cfg, None, split="test")
+    try:
+        upstream = build_dataset(cfg.data.test)
+        assert (
+            len(loader.dataset) == len(upstream) == len(loader) and loader.dataset.CLASSES == upstream.CLASSES
+        )
+        with pytest.raises(RuntimeError, match="only rank 0 evaluates"):
+            loader.dataset.evaluate([])
+    finally:
+        loader.close()

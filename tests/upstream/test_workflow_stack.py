@@ -200,9 +200,12 @@ def _is_rank(pid: int) -> bool:
 def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
     dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path
 ) -> None:
-    """``tools/dist_test.sh <DALI config> <ckpt> 2`` on 80 frames (the train infos ten times): once both ranks
-    run DALI worker processes, SIGKILL the two tools/test.py processes (what the out-of-memory killer
-    or a scheduler does); the launcher exits and every DALI worker ends itself within seconds."""
+    """``tools/dist_test.sh <DALI config> <ckpt> 2`` on 1,600 frames (the train infos 200 times, a pass
+    of a minute or more: rank 1 builds no upstream dataset and starts seconds before rank 0, and the
+    small model evaluates ~20 frames/s, so a short set ends one rank's pass before the other's
+    starts): once both ranks run DALI worker processes, SIGKILL the two tools/test.py processes
+    (what the out-of-memory killer or a scheduler does); the launcher exits and every DALI worker
+    ends itself within seconds."""
     import signal
     import time
     import uuid
@@ -213,7 +216,7 @@ def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
     data = synthetic_dataset
     infos = pickle.loads((data / "nuscenes2d_temporal_infos_train.pkl").read_bytes())
     copies = []
-    for k in range(10):  # a longer test set (the same images): the kill lands mid-pass
+    for k in range(200):  # a longer test set (the same images): the kill lands mid-pass
         for info in infos["infos"]:
             copies.append(
                 {**info, "token": f"{info['token']}-{k}", "timestamp": info["timestamp"] + k * 10**9}

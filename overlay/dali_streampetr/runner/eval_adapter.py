@@ -80,11 +80,29 @@ class SkippedImages:
         return self.then(batch)
 
 
+class FrameCount:
+    """Upstream's test dataset as a rank that does not evaluate uses it: its length (the frames of the
+    loader's frame store) and ``CLASSES``. ``tools/test.py`` builds upstream's dataset on rank 0 only,
+    so the other ranks do not read the info file once more each; rank 0 alone evaluates."""
+
+    def __init__(self, size: int, classes: list[str]) -> None:  # noqa: D107
+        self.size, self.CLASSES = size, classes
+
+    def __len__(self) -> int:
+        return self.size
+
+    def evaluate(self, *_: Any, **__: Any) -> Any:
+        raise RuntimeError("only rank 0 evaluates: this rank holds the frame count, not upstream's dataset")
+
+    format_results = evaluate
+
+
 class DaliTestDataLoader(DataLoader):
     """The test loader where upstream passes its ``DataLoader``: ``dataset`` is upstream's test
-    dataset (its length, ``evaluate`` and ``format_results``; it reads no image), iteration is the
-    DALI loader's pass over this rank's chunk. A ``DataLoader`` subclass because mmcv's ``EvalHook``
-    refuses anything else; ``DataLoader.__init__`` is not run (no sampler, no workers of its own)."""
+    dataset (its length, ``evaluate`` and ``format_results``; it reads no image), or :class:`FrameCount`
+    on a rank that does not evaluate; iteration is the DALI loader's pass over this rank's chunk. A
+    ``DataLoader`` subclass because mmcv's ``EvalHook`` refuses anything else; ``DataLoader.__init__``
+    is not run (no sampler, no workers of its own)."""
 
     def __init__(self, loader: DaliStreamLoader, dataset: Any, skipped: SkippedImages) -> None:  # noqa: D107
         self.loader, self.dataset, self._skipped = loader, dataset, skipped

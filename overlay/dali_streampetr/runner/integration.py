@@ -21,7 +21,7 @@ from ..config.reader import knobs_from, loader_config_from
 from ..loader import DaliStreamLoader, build_loader
 from ..pipeline.placement import local_device_id
 from .checkpoint_check import checkpoint_problem
-from .eval_adapter import DaliTestDataLoader, SkippedImages, to_eval_collated
+from .eval_adapter import DaliTestDataLoader, FrameCount, SkippedImages, to_eval_collated
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .schedule import RunSchedule
 from .slot_log import SlotLog
@@ -60,10 +60,11 @@ def build_dali_train_loader(
     return loader
 
 
-def build_dali_test_loader(cfg: Any, dataset: Any, *, split: str = "test") -> DaliTestDataLoader:
+def build_dali_test_loader(cfg: Any, dataset: Any | None, *, split: str = "test") -> DaliTestDataLoader:
     """The DALI test loader of ``data.<split>`` (``test``: the patched ``tools/test.py``; ``val``: the
     evaluation hook of ``--validate``), a drop-in for upstream's test DataLoader over ``dataset``
-    (upstream's test dataset, built by the caller: its length and ``evaluate``). The info file is
+    (upstream's test dataset, built by the caller: its length and ``evaluate``; None on a rank that
+    does not evaluate, which then gets :class:`~.eval_adapter.FrameCount`). The info file is
     ``data.<split>.ann_file`` as given, images as the training loader finds them (``data_root`` where
     the split names one); this process's rank, world size and DALI device as in training. Every
     config value the test loader does not reproduce is refused by name here, before any frame is read.
@@ -76,7 +77,9 @@ def build_dali_test_loader(cfg: Any, dataset: Any, *, split: str = "test") -> Da
         settings, part.get("data_root") or ".", **args, ann_file=part.ann_file, collate=skipped,
         logger=get_root_logger(),
     )  # fmt: skip
-    if len(loader.frames) != len(dataset):
+    if dataset is None:
+        dataset = FrameCount(len(loader.frames), list(cfg.class_names))
+    elif len(loader.frames) != len(dataset):
         raise RuntimeError(
             f"the DALI test loader read {len(loader.frames)} frames from {part.ann_file}, upstream's dataset "
             f"{len(dataset)}: they must be the same set (data.{split}.load_interval, a filtered info file?)"
