@@ -20,6 +20,7 @@ from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.errors import WorkerDiedError
 from dali_streampetr.pipeline.source import BadImageError
 from dali_streampetr.sampling.nonshuffled import chunk_indices
+from float_tolerance import float_atol
 from loader_data import H, W, tiny_eval_config, write_eval_infos
 
 MEAN = np.array([123.675, 116.28, 103.53])
@@ -198,7 +199,11 @@ def test_a_bad_image_raises_by_name_or_is_served_black_and_listed(eval_root, tmp
     ]
     assert bad == [(frame.token, [frame.cam_names[2]])]
     black = torch.tensor(-MEAN / STD, dtype=torch.float32)[:, None, None].expand(3, 64, 176)
-    assert torch.allclose(batches[5]["img"][0, 0, 2, :, :, :176], black, atol=1e-6)
+    # DALI normalises in float32: mean and 1/std rounded, a subtraction and a product, against the
+    # float64 value rounded once; 8 roundings at the scale |mean/std| <= 2.2 leave room for an
+    # implementation that folds mean and scale in another order (about 1e-6)
+    atol = float_atol(np.float32, np.abs(MEAN / STD).max(), ops=8)
+    assert torch.allclose(batches[5]["img"][0, 0, 2, :, :, :176], black, rtol=0, atol=atol)
 
 
 def test_upstreams_test_config_is_read_and_the_train_keys_do_not_matter(eval_root):
