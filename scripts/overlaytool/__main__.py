@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 from . import OverlayError
-from .apply import apply_all, apply_target
-from .checkout import checkout_lock
-from .edit import commit_series
+from .export.edit import commit_series
+from .export.refresh import refresh_target
 from .fetch import fetch
 from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
@@ -25,10 +24,11 @@ from .lock import TIMEOUT_ENV
 from .pins import Pin
 from .rebase import check as rebase_check
 from .rebase import commands as rebase
-from .refresh import refresh_target
 from .series import read_series
 from .sources import local_source
 from .targets import REPO_ROOT, Target, load_targets, select, select_one
+from .tree.apply import apply_all, apply_target
+from .tree.checkout import checkout_lock
 
 
 def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from . import OverlayError
 from .cache import mirror_lock, mirror_path
-from .checkout import checkout_lock, gitdir, state_dir
 from .faults import kill_point
 from .fetch import require_cached
-from .files import write_atomic
 from .gitcmd import git, has_commit
 from .lock import hold
 from .scratch import remove_dead_scratch
 from .targets import Target
+from .tree.checkout import checkout_lock, gitdir, state_dir
+from .tree.files import write_atomic
 
 
 def ensure_checkout(target: Target) -> None:

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from . import OverlayError
-from .checkout import gitdir, state_dir
 from .faults import kill_point
-from .files import write_atomic
 from .gitcmd import git_env
+from .tree.checkout import gitdir, state_dir
+from .tree.files import write_atomic
 
 RECORD = "index-git.json"
 SETTLE_S = 2.0  # a concurrent git (an IDE's status) holds index.lock for far less than this

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from .files import SYMLINK, Blob
+from .tree.files import SYMLINK, Blob
 
 SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 

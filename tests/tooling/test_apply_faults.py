@@ -1,6 +1,6 @@
 """`apply` killed (SIGKILL, a real process) after every write step, then rerun plainly.
 
-The kill hook (`STREAMPETR_DALI_TEST_KILL_AT=<step>`, see overlaytool/faults.py) stops the process
+The kill hook (`STREAMPETR_DALI_TEST_KILL_AT=<step>`, see scripts/overlaytool/faults.py) stops the process
 right after the named step; the trace hook lists the steps of a clean run, and a test checks that
 the parametrized lists below are exactly those steps. After every kill a plain `apply` (no
 `--force`) must converge to the tree a clean apply makes: same files, modes, symlinks, HEAD and

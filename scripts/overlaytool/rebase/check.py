@@ -13,17 +13,17 @@ from pathlib import Path
 
 from .. import OverlayError
 from ..cache import mirror_lock
-from ..checkout import state_dir
 from ..clone import leave_outside
-from ..commit_export import export_commits
+from ..export.commit_export import export_commits
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
 from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..scratch import remove_dead_scratch
 from ..series import load_series
-from ..series_index import build_result
 from ..targets import Target
+from ..tree.checkout import state_dir
+from ..tree.series_index import build_result
 from .loop import replay_series, series_commits
 from .overlap import OVERLAP, overlap_message, overlaps
 from .references import reference_lines

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import OverlayError
-from ..apply import apply_target
 from ..cache import mirror_path
-from ..checkout import checkout_lock
 from ..clone import ensure_checkout, fetch_cache_refs, leave_outside
 from ..faults import kill_point
 from ..fetch import drop_keep_ref
-from ..files import put
 from ..gitcmd import git, git_out
 from ..overlay import overlay_files
 from ..series import load_series
 from ..targets import Target
+from ..tree.apply import apply_target
+from ..tree.checkout import checkout_lock
+from ..tree.files import put
 from .finish import check as check_staged
 from .finish import (
     discard,

@@ -16,15 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import OverlayError
-from ..checkout import state_dir
-from ..commit_export import export_commits
+from ..export.commit_export import export_commits
 from ..faults import kill_point
 from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..pins import Pin, load_pin, pin_text
 from ..series import load_series, read_series
-from ..series_index import build_result
 from ..targets import Target
+from ..tree.checkout import state_dir
+from ..tree.series_index import build_result
 from .references import reference_lines, unresolved_references
 
 STEP = "rebase"

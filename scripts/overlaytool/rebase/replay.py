@@ -17,9 +17,9 @@ from pathlib import Path
 from .. import OverlayError
 from ..diagnose import diagnose_patch
 from ..faults import kill_point
-from ..files import current
 from ..gitcmd import TOOL_IDENTITY, git
 from ..patchfile import Patch
+from ..tree.files import current
 from .state import Stop
 
 RENAME_THRESHOLD = 50  # percent of similarity for git to call a file moved (git's default, -M50%)

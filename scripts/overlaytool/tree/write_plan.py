@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..gitcmd import git, git_out
+from ..targets import Target
 from .files import Blob, current_state, modified, same_state
-from .gitcmd import git, git_out
 from .journal import owns
 from .series_index import pin_blob
-from .targets import Target
 
 
 def local_edits(

@@ -17,21 +17,21 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import OverlayError
+from .. import OverlayError
+from ..clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
+from ..faults import kill_point
+from ..fetch import require_cached
+from ..gitcmd import git_out
+from ..gitlocks import clear_stale_index_lock_of_checkout, run_index_git
+from ..overlay import overlay_blob, overlay_files
+from ..patchfile import Patch
+from ..rebase.overlap import overlap_message, overlaps
+from ..series import load_series
+from ..targets import Target
 from .checkout import checkout_lock, clear_stale_index_lock, read_stamp, write_stamp
-from .clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
-from .faults import kill_point
-from .fetch import require_cached
 from .files import put, remove_leftover_tmp
-from .gitcmd import git_out
-from .gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from .journal import clear_journal, read_journal, write_journal
-from .overlay import overlay_blob, overlay_files
-from .patchfile import Patch
-from .rebase.overlap import overlap_message, overlaps
-from .series import load_series
 from .series_index import build_result
-from .targets import Target
 from .write_plan import local_edits, next_journal, plan_writes
 
 

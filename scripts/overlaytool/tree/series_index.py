@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import OverlayError
-from .cache import mirror_path
+from .. import OverlayError
+from ..cache import mirror_path
+from ..diagnose import diagnose_patch
+from ..gitcmd import git, git_out
+from ..overlay import overlay_blob
+from ..patchfile import Patch
+from ..targets import Target
 from .checkout import index_env
-from .diagnose import diagnose_patch
 from .files import Blob
-from .gitcmd import git, git_out
-from .overlay import overlay_blob
-from .patchfile import Patch
-from .targets import Target
 
 
 def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:

@@ -9,8 +9,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .faults import kill_point
-from .gitcmd import blob_sha, git
+from ..faults import kill_point
+from ..gitcmd import blob_sha, git
 
 TMP_SUFFIX = ".streampetr-dali-tmp"
 SYMLINK = "120000"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from . import OverlayError
-from .checkout import checkout_lock
-from .gitcmd import git_out
-from .rebase.loop import series_commits
-from .series import load_series
-from .targets import Target
+from .. import OverlayError
+from ..gitcmd import git_out
+from ..rebase.loop import series_commits
+from ..series import load_series
+from ..targets import Target
+from ..tree.checkout import checkout_lock
 
 
 def commit_series(target: Target) -> int:

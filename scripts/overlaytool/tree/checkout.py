@@ -10,9 +10,9 @@ import json
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ..gitcmd import git_out
+from ..lock import hold
 from .files import write_atomic
-from .gitcmd import git_out
-from .lock import hold
 
 STATE_DIR = "streampetr-dali"
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import OverlayError
-from .gitcmd import TOOL_IDENTITY, git, git_out
-from .patchfile import FILENAME_TRAILER, Patch, decode, filename_trailer
-from .series import write_series
-from .targets import Target
+from .. import OverlayError
+from ..gitcmd import TOOL_IDENTITY, git, git_out
+from ..patchfile import FILENAME_TRAILER, Patch, decode, filename_trailer
+from ..series import write_series
+from ..targets import Target
 
 FORMAT_PATCH = (
     "format-patch",

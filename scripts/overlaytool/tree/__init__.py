@@ -1,0 +1,2 @@
+"""The checkout `apply` writes: the series index, the write plan and its journal, the files, the
+checkout lock."""
