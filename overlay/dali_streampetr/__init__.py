@@ -1,10 +1,10 @@
 """DALI loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
-sliding window (:mod:`.config.modes`), and for its test path (``data.test``, ``data.val``).
+sliding window (:mod:`.config.reader`), and for its test path (``data.test``, ``data.val``).
 
 The entry points are this package's names (:data:`__all__`), imported on first use (PEP 562), so
 ``import dali_streampetr`` imports neither torch, DALI nor mmcv. Everything imports without
-mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` and
-:mod:`.runner.checkpoint_check` excepted): :func:`build_mmdet_loader`, :func:`build_dali_train_loader`,
+mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` excepted):
+:func:`build_mmdet_loader`, :func:`build_dali_train_loader`,
 :func:`build_dali_test_loader` and :func:`get_dali_pipeline_distributed_args` need the upstream env.
 
 The subpackages, in the order a batch passes them: :mod:`.config` (the settings, read once),
@@ -24,8 +24,8 @@ _EXPORTS = {
     "DaliStreamLoader": "loader",
     "LoaderConfig": "config.settings",
     "loader_config_from": "config.reader",
-    "ConfigValueError": "config.checks",
-    "UnsupportedConfigError": "config.modes",
+    "ConfigValueError": "config.settings",
+    "UnsupportedConfigError": "config.settings",
     "BATCH": "batch_schema",
     "batch_problems": "batch_schema",
     "LoaderFaultError": "pipeline.errors",

@@ -13,20 +13,16 @@ from typing import Any
 import torch
 
 from .batch.assembly import BatchAssembler
-from .config.modes import TEST
 from .config.reader import loader_config_from
-from .config.settings import LoaderConfig
+from .config.settings import TEST, LoaderConfig
 from .frames.records import Frame
 from .frames.store import load_frames
 from .pipeline.failures import BadImagePolicy, diagnose
-from .pipeline.graph import build_pipeline, build_within
-from .pipeline.placement import pipeline_device
+from .pipeline.graph import build_pipeline, build_within, pipeline_device
 from .pipeline.source import ImageSource
-from .pipeline.watchdog import AssemblyError, PipelineWatchdog
-from .pipeline.workers import worker_processes
+from .pipeline.watchdog import AssemblyError, PipelineWatchdog, worker_processes
 from .resume import check_state, loader_state
-from .sampling.args import sampler_args
-from .sampling.plan import BatchPlanner
+from .sampling.plan import BatchPlanner, sampler_args
 
 Collate = Callable[[dict[str, Any]], Any]
 
@@ -253,7 +249,7 @@ def build_loader(
     named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
     ``split``: ``train``, or ``test`` / ``val`` for the test loader of ``data.test`` / ``data.val``
     (one pass over this rank's chunk in upstream's test order per ``iter()``:
-    :mod:`.sampling.nonshuffled`); ``overrides``: ``data_loading_config`` keys."""
+    :class:`.sampling.samplers.NonShuffledSampler`); ``overrides``: ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()

@@ -5,7 +5,7 @@ size, mode, training mode, data, iteration) - in the epoch-based modes the epoch
 divided by the epoch's length - so a state needs only those fields; a stored state is taken when
 every checked field equals this loader's, and the loader continues at the stored (or the runner's)
 iteration. The loader's ``load_state_dict``, the checkpoint hook (:mod:`.runner.state_hook`) and
-``--auto-resume``'s check (:mod:`.runner.checkpoint_check`) all check with :func:`check_state`. No mmcv here.
+``--auto-resume``'s check (:mod:`.runner.state_hook`) all check with :func:`check_state`. No mmcv here.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def compare_test_split(
 ) -> dict[str, Any]:
     """One record: per world size the per-rank index lists of both sides and whether they agree;
     the structure differences and field statistics over every batch of every rank."""
-    from dali_streampetr.config.modes import UnsupportedConfigError
+    from dali_streampetr.config.settings import UnsupportedConfigError
     from dali_streampetr.loader import build_loader
     from dali_streampetr.runner.eval_adapter import SkippedImages, to_eval_collated
     from mmdet3d.datasets import build_dataset

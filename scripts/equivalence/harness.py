@@ -99,7 +99,8 @@ def compare_batches(
 
 def declared_mode(cfg: Any) -> str:
     """The training mode a config asks for (upstream's dataset defaults for absent keys)."""
-    from dali_streampetr.config.modes import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, dataset_values
+    from dali_streampetr.config.reader import dataset_values
+    from dali_streampetr.config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING
 
     values = dataset_values(cfg.data.train)
     if values["seq_mode"]:
@@ -135,8 +136,8 @@ def run_config(
     sequence order (world sizes 1, 2, 4; with and without ``replicate_dataset_per_gpu``) and ``draws``
     draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
-    from dali_streampetr.config.modes import UnsupportedConfigError
     from dali_streampetr.config.reader import loader_config_from
+    from dali_streampetr.config.settings import UnsupportedConfigError
 
     t0 = time.perf_counter()
     cfg = load_config(config, data_root, samples_per_gpu)

@@ -205,7 +205,7 @@ def test_both_refuse_more_slots_than_groups(upstream, synthetic_dataset) -> None
 @pytest.mark.parametrize("world_size", [1, 2, 4])
 def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, world_size) -> None:
     """37 groups of 1-9 frames, batch 2, 80 iterations: several passes over the group permutation."""
-    from dali_streampetr.sampling.stream import StreamSampler
+    from dali_streampetr.sampling.samplers import StreamSampler
     from equivalence.sequence import FlagsOnly, Run, original_indices
 
     sizes = np.random.default_rng(7).integers(1, 10, 37)

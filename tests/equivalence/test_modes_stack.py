@@ -62,8 +62,8 @@ def partly_unlabelled(synthetic_dataset: Path, tmp_path_factory) -> Path:
 
 
 def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_dataset) -> None:
-    from dali_streampetr.config.modes import UnsupportedConfigError
     from dali_streampetr.config.reader import loader_config_from
+    from dali_streampetr.config.settings import UnsupportedConfigError
     from equivalence.harness import upstream_training_configs
     from equivalence.original import CHECKOUT, load_config
 
@@ -107,7 +107,7 @@ def test_petrv1_replacements_are_upstreams_rand_another(upstream, partly_unlabel
     """Each replacement is what upstream's own ``_rand_another`` returns with ``np.random`` seeded
     as the DALI sample's generator (the same ``np.random.choice`` over the same pool)."""
     from dali_streampetr.loader import build_loader
-    from dali_streampetr.sampling.queues import queue_seed
+    from dali_streampetr.sampling.plan import queue_seed
     from equivalence.original import load_config, original_dataset
 
     cfg = load_config("petrv1", partly_unlabelled, samples_per_gpu=2)
@@ -140,7 +140,7 @@ def test_8key_batches_match_upstream_on_the_time_axis(upstream, synthetic_datase
 def test_epoch_sampler_matches_upstream_over_epochs(upstream, replicate, world_size, batch) -> None:
     """37 frames (padding on every world size), 5 epochs: upstream's DistributedGroupSampler as the
     plugin's build_dataloader builds it for rank r of W, set_epoch before each epoch."""
-    from dali_streampetr.sampling.epoch import GroupEpochSampler
+    from dali_streampetr.sampling.samplers import GroupEpochSampler
     from equivalence.sequence import FlagsOnly, Run, original_epoch_indices
 
     flags = np.zeros(37, dtype=np.int64)
@@ -163,7 +163,7 @@ def test_8key_queues_match_upstream_over_many_iterations(upstream, synthetic_dat
     import random
 
     from dali_streampetr.loader import build_loader
-    from dali_streampetr.sampling.queues import queue_seed
+    from dali_streampetr.sampling.plan import queue_seed
     from equivalence.original import load_config, original_dataset
     from equivalence.sequence import Run, original_epoch_indices
 
@@ -187,8 +187,8 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     """Without one, upstream samples with mmdet's GroupSampler from the main process's np.random:
     refused by name before anything is built; streaming configs are unaffected."""
     import torch.distributed as dist
-    from dali_streampetr.config.modes import UnsupportedConfigError
     from dali_streampetr.config.reader import loader_config_from
+    from dali_streampetr.config.settings import UnsupportedConfigError
     from dali_streampetr.runner.integration import require_distributed_for
     from equivalence.original import load_config
 

@@ -95,8 +95,7 @@ def test_the_test_loader_with_mixed_decoding_matches_its_cpu_graph(
 ) -> None:
     from dataclasses import replace
 
-    from dali_streampetr.config.modes import TEST, TrainingMode
-    from dali_streampetr.config.settings import LoaderConfig
+    from dali_streampetr.config.settings import TEST, LoaderConfig, TrainingMode
     from dali_streampetr.loader import DaliStreamLoader
 
     torch = torch_cuda
@@ -156,7 +155,7 @@ def test_loader_on_the_gpu_of_local_rank(
     on that GPU, written on the caller's current stream (read back on that stream without a
     device-wide synchronisation)."""
     torch = torch_cuda
-    from dali_streampetr.pipeline.placement import local_device_id
+    from dali_streampetr.pipeline.graph import local_device_id
 
     rank = torch.cuda.device_count() - 1  # the last GPU: a wrong default (0) shows on multi-GPU hosts
     monkeypatch.setenv("LOCAL_RANK", str(rank))

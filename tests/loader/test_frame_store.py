@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.frames.records import Frame, read_frames
-from dali_streampetr.frames.store import load_frames, store_folder, store_key, store_path
+from dali_streampetr.frames.records import Frame
+from dali_streampetr.frames.store import load_frames, read_frames, store_folder, store_key, store_path
 from dali_streampetr.frames.store_build import InfoFileChanged, build_store
 from dali_streampetr.frames.store_file import PREFIX
 from dali_streampetr.loader import build_loader
-from dali_streampetr.sampling.args import labelled_frames, scene_ids
+from dali_streampetr.sampling.plan import labelled_frames, scene_ids
 from loader_data import CLASSES, tiny_config
 from loaderbench.replica import replicate
 

@@ -8,8 +8,8 @@ import copy
 import re
 
 import pytest
-from dali_streampetr.config.modes import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
 from dali_streampetr.config.reader import loader_config_from
+from dali_streampetr.config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
 from upstream_like import upstream_config
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dali_streampetr.pipeline.placement import local_device_id, pipeline_device
+from dali_streampetr.pipeline.graph import local_device_id, pipeline_device
 
 
 def test_loader_gpu_goes_to_local_rank(monkeypatch) -> None:

@@ -9,8 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from dali_streampetr.sampling.base import group_flags, prev_exists
-from dali_streampetr.sampling.stream import StreamSampler
+from dali_streampetr.sampling.samplers import StreamSampler, group_flags, prev_exists
 
 
 def upstream_flags(has_sweeps: list[bool], split: int) -> np.ndarray:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dali_streampetr.frames.records import read_frames
-from dali_streampetr.frames.store import load_frames, store_key, store_path
+from dali_streampetr.frames.store import load_frames, read_frames, store_key, store_path
 from dali_streampetr.frames.store_build import build_store
 from dali_streampetr.frames.store_file import (
     ALIGN,

@@ -117,7 +117,7 @@ def test_the_dali_loaders_check_reads_meta_restricted(tmp_path):
     import pickle
 
     import torch
-    from dali_streampetr.runner.checkpoint_check import checkpoint_meta
+    from dali_streampetr.runner.state_hook import checkpoint_meta
 
     marker = tmp_path / "ran"
     torch.save({"meta": {"x": RunsCode(marker)}, "state_dict": {}}, tmp_path / "bad.pth")

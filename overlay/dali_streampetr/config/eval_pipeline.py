@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..batch_schema import GEOMETRY_KEYS, TEST_META_KEYS
-from .modes import refuse
-from .settings import IDA_KEYS, LoaderConfig
+from .settings import IDA_KEYS, LoaderConfig, refuse
 from .train_pipeline import _same
 
 STEPS = (

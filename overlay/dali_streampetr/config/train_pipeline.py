@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..batch_schema import COLLECT3D_KEYS, COLLECT3D_META_KEYS, GEOMETRY_KEYS
-from .modes import refuse
-from .settings import GRST_KEYS, IDA_KEYS, LoaderConfig
+from .settings import GRST_KEYS, IDA_KEYS, LoaderConfig, refuse
 
 STEPS = (
     "LoadMultiViewImageFromFiles",

@@ -4,7 +4,7 @@
 fields as ``(n, ...)`` arrays; the variable-length 3D boxes and per-camera 2D annotations as one
 values array each plus offsets; every string (tokens, camera names, data paths) once in one UTF-8
 byte array plus offsets, the fields holding indices into it. The loader reads them through
-:mod:`.store_view`.
+:mod:`.store`.
 """
 
 from __future__ import annotations

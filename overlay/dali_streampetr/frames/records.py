@@ -1,8 +1,9 @@
 """StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives).
 
-:func:`read_frames` builds them as Python objects (:class:`Frame`), one info at a time: the
-reference of the frame store, whose columns :mod:`.info_columns` computes over all frames at once
-(the loader's frames, :func:`.store.load_frames`, are views of them).
+:func:`frame_records` builds them as Python objects (:class:`Frame`), one info at a time
+(:func:`.store.read_frames` for a whole info file): the reference of the frame store, whose columns
+:mod:`.info_columns` computes over all frames at once (the loader's frames,
+:func:`.store.load_frames`, are views of them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .image_paths import path_resolver
 from .info_schema import InfoSchemaError, validate_infos
 from .unpickle import read_pickle_file
 
@@ -167,13 +167,3 @@ def read_infos(ann_file: str | Path, *, trusted_pickle: bool = False) -> list[di
 def frame_records(infos: Sequence[dict], class_names: Sequence[str], resolve=os.fspath) -> list[Frame]:
     """One :class:`Frame` per info (``resolve`` makes ``img_paths`` from the data paths)."""
     return [_frame(info, class_names, resolve) for info in infos]
-
-
-def read_frames(
-    ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
-) -> list[Frame]:
-    """The frames as Python objects, straight from the pickle (the reference the frame store's
-    frames are tested against)."""
-    infos = read_infos(ann_file, trusted_pickle=trusted_pickle)
-    first_cam = next(iter(infos[0]["cams"].values()))
-    return frame_records(infos, class_names, path_resolver(Path(data_root), str(first_cam["data_path"])))

@@ -8,19 +8,45 @@ output type), padding to the size divisor. ``image_path="fast"`` changes the res
 the black padding is written, never the parameter rows (:func:`image_ops`).
 
 The build (which forks and starts the python workers) runs under a deadline: :func:`build_within`.
+Which GPU the pipeline runs on, and the one check that there is one: :func:`pipeline_device`
+(no mmcv: the GPU check kit imports it too).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
+from ..config.settings import ConfigValueError
 from .errors import PipelineStartError
 from .source import ImageSource
-from .workers import forking_workers
+from .watchdog import forking_workers
+
+
+def local_device_id(device: str) -> int | None:
+    """``LOCAL_RANK`` (0 when unset) when DALI runs on the GPU (``device='gpu'``), else None: the
+    launcher's local rank is the GPU this process trains on, so the loader's images land there."""
+    return int(os.environ.get("LOCAL_RANK", 0)) if device == "gpu" else None
+
+
+def pipeline_device(device: str, device_id: int | None) -> int | None:
+    """The GPU the loader's images land on: ``device_id`` as given (None: host memory); with
+    ``device='gpu'`` CUDA must be available in this process (else :class:`ConfigValueError` naming
+    the key) and the current CUDA device is the default."""
+    if device != "gpu":
+        return device_id
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigValueError(
+            "data_loading_config.device='gpu' needs CUDA, but torch.cuda.is_available() is False in this "
+            "process (no NVIDIA driver/GPU visible): use data_loading_config.device='cpu'"
+        )
+    return torch.cuda.current_device() if device_id is None else device_id
 
 
 def dali_queue_depth(prefetch_queue_depth: int) -> int:
@@ -131,7 +157,7 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
         return img, rows, records
 
     pipe = graph()
-    with forking_workers():  # forked workers end when this process dies (:mod:`.workers`)
+    with forking_workers():  # forked workers end when this process dies (:mod:`.watchdog`)
         pipe.build()
     return pipe
 

@@ -14,10 +14,9 @@ import numpy as np
 
 from ..batch.transforms import eval_targets, frame_targets, image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
-from ..config.modes import TEST
-from ..config.settings import LoaderConfig
+from ..config.settings import TEST, LoaderConfig
 from ..sampling.plan import BatchPlanner
-from .workers import watch_owner
+from .watchdog import watch_owner
 
 
 class ImageSource:

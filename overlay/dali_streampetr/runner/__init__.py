@@ -1,2 +1,2 @@
 """The mmcv side: what the patched ``tools/train.py`` calls, the DataContainer wrap and the hooks.
-Imports mmcv, except :mod:`.schedule` and :mod:`.checkpoint_check` (torch only)."""
+Imports mmcv, except :mod:`.schedule`."""

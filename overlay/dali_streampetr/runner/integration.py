@@ -1,7 +1,9 @@
 """What the patched ``tools/train.py`` calls when a config sets ``use_dali_pipeline=True``:
 :func:`get_dali_pipeline_distributed_args` (this process's rank, world size and DALI device) and
 :func:`build_dali_train_loader`, which reads the config once, refuses an epoch-based mode without a
-process group, and logs the run's schedule (:mod:`.schedule`) once the loader is built.
+process group, and logs the run's schedule (:mod:`.schedule`) once the loader is built; with
+``data_loading_config.log_slots`` a collate (:class:`SlotLog`) appends what each batch slot got to a
+JSONL file (the (scene, frame), the augmentation draw and a SHA-1 of the slot's image tensor).
 
 Imports mmcv, so it is only imported inside the upstream env.
 """
@@ -9,6 +11,9 @@ Imports mmcv, so it is only imported inside the upstream env.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +21,14 @@ import torch.distributed as dist
 from mmcv.runner import get_dist_info
 from mmdet.utils import get_root_logger
 
-from ..config.modes import TrainingMode, UnsupportedConfigError
 from ..config.reader import knobs_from, loader_config_from
-from ..loader import DaliStreamLoader, build_loader
-from ..pipeline.placement import local_device_id
-from .checkpoint_check import checkpoint_problem
+from ..config.settings import TrainingMode, UnsupportedConfigError
+from ..loader import Collate, DaliStreamLoader, build_loader
+from ..pipeline.graph import local_device_id
 from .eval_adapter import DaliTestDataLoader, FrameCount, SkippedImages, to_eval_collated
 from .mmdet_adapter import MMDetDaliLoader, build_mmdet_loader, to_collated
 from .schedule import RunSchedule
-from .slot_log import SlotLog
-from .state_hook import DaliStreamStateHook
+from .state_hook import DaliStreamStateHook, checkpoint_problem
 
 __all__ = ["build_dali_test_loader", "build_dali_train_loader", "get_dali_pipeline_distributed_args"]
 
@@ -138,3 +141,35 @@ def log_schedule(cfg: Any, loader: DaliStreamLoader) -> None:
     warning = schedule.gpu_count_warning()
     if warning:
         logger.warning(warning)
+
+
+class SlotLog:
+    """The collate: one line per batch, ``{"iter", "rank", "slots"}``. ``append`` is asked at the
+    first batch whether to keep the file's lines (``--auto-resume`` decides after the build)."""
+
+    def __init__(self, log_path: Path, rank: int, *, append: Callable[[], bool], then: Collate) -> None:
+        self.log_path, self.rank, self.then = log_path, rank, then
+        self._append: Callable[[], bool] | None = append
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, batch: dict[str, Any]) -> Any:
+        if self._append is not None:
+            if not self._append():
+                self.log_path.write_text("")
+            self._append = None
+        slots = []
+        images = batch["img"].detach().cpu().numpy()  # one device-to-host copy for the whole batch
+        for b, (meta, record, prev) in enumerate(
+            zip(batch["img_metas"], batch["dali"], batch["prev_exists"], strict=True)
+        ):
+            pixels = images[b].tobytes()
+            slots.append(  # the sample's own (last) frame; a multi-frame sample also lists its queue
+                {"scene": meta[-1]["scene_token"], "token": record["token"], "index": record["index"],
+                 "prev_exists": bool(prev[-1]), "draw": record["draw"].as_dict(),
+                 "queue": [f["index"] for f in record["frames"]],
+                 "img_sha1": hashlib.sha1(pixels).hexdigest()}
+            )  # fmt: skip
+        line = {"iter": batch["dali"][0]["iteration"], "rank": self.rank, "slots": slots}
+        with self.log_path.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+        return self.then(batch)

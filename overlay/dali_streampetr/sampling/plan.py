@@ -1,27 +1,180 @@
-"""Per-iteration batch plans: the frames of this rank's batch and their augmentation draws.
+"""Per-iteration batch plans: the frames of this rank's batch and their augmentation draws, a pure
+function of the iteration (the image source, in its own process, and the loader agree without talking).
 
-The draws: one record per frame (:class:`AugDraw`), with upstream's distributions and call order.
+- What the planner is built from (:func:`sampler_args`, in the loader and again in the source's
+  worker): the sampler's kind and arguments (:mod:`.samplers`); outside streaming also the per-frame
+  label and scene facts the queues need, computed once when the loader is built (only
+  ``len(frames)`` and ``frames[i].<attr>`` are used; a :class:`..frames.store.FrameStore` is
+  read column-wise, in one pass over its arrays).
+- The queue of one training sample outside streaming (:func:`choose_queue`), as upstream's
+  ``prepare_train_data`` and ``__getitem__`` choose them (``CustomNuScenesDataset``, mmdet3d's
+  ``Custom3DDataset``): ``range(index - queue_length - random_length + 1, index)``,
+  ``random.shuffle``d, the first ``random_length`` dropped, sorted, ``index`` appended, negatives
+  clamped to 0; ``prev_exists`` False at the queue's first frame and wherever the scene changes;
+  under ``filter_empty_gt`` a queue whose last ``num_frame_losses`` frames hold no label is refused
+  and ``_rand_another`` draws ``np.random.choice`` over the frames of the same flag group; repeat.
+- The draws: one record per frame (:class:`AugDraw`), with upstream's distributions and call order.
 
-Upstream draws with the global ``np.random`` inside each worker. Here every (rank, iteration, slot)
-gets its own ``np.random.RandomState`` seeded from ``SeedSequence([seed, rank, iteration, slot])``,
-so a batch's draws do not depend on which thread or process prepares it, and seeding ``np.random``
-with :func:`draw_seed` makes upstream's transforms draw the very same values."""
+Upstream draws with the worker's global ``random`` / ``np.random``. Here every (rank, iteration,
+slot) gets its own ``random.Random`` / ``np.random.RandomState`` seeded from ``SeedSequence([seed,
+rank, iteration, slot])`` making the very same calls, so a batch does not depend on which thread or
+process prepares it, and seeding ``np.random`` with :func:`draw_seed` makes upstream's transforms
+draw the very same values (the equivalence harness replays them into upstream's code).
+"""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..batch.transforms import AugDraw
-from ..config.settings import AugConfig, LoaderConfig
-from .epoch import GroupEpochSampler
-from .nonshuffled import NonShuffledSampler
-from .queues import choose_queue, queue_seed
-from .stream import StreamSampler
+from ..batch.transforms import AugDraw, filter_objects
+from ..config.settings import TEST, AugConfig, LoaderConfig
+from ..frames.records import Frame
+from ..frames.store import FrameStore
+from .samplers import GroupEpochSampler, NonShuffledSampler, Sampler, group_flags, make_sampler
 
-Sampler = StreamSampler | GroupEpochSampler | NonShuffledSampler
+
+def sampler_args(
+    cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
+) -> dict[str, Any]:
+    """What the planner is rebuilt from (in the external source's worker too): the sampler's kind and
+    arguments; in the epoch-based training modes also the per-frame label and scene facts the queues
+    need; in test mode the set's size (:class:`.samplers.NonShuffledSampler`)."""
+    if cfg.mode.name == TEST:  # upstream's test sampler: sharded by the real rank, never replicated
+        return {"kind": "test", "size": len(frames), "batch_size": cfg.samples_per_gpu,
+                "rank": rank, "world_size": world_size}  # fmt: skip
+    split = "replicate" if cfg.replicate_dataset_per_gpu else "shard"
+    common = {
+        "batch_size": cfg.samples_per_gpu,
+        "rank": rank,
+        "world_size": world_size,
+        "seed": seed,
+        "mode": split,
+    }
+    if not cfg.mode.epoch_based:
+        flags = group_flags([frames[i].has_sweeps for i in range(len(frames))], cfg.seq_split_num)
+        return {"kind": "stream", "flags": flags, **common, "offset_per_rank": cfg.offset_order_per_rank}
+    labelled = labelled_frames(frames, cfg.point_cloud_range, len(cfg.class_names))
+    if cfg.mode.filter_empty_gt and not labelled.any():
+        raise ValueError(
+            "data.train.filter_empty_gt=True but no frame of the info file has a label left after the "
+            "range and class filters: upstream's __getitem__ would draw replacements forever; set "
+            "filter_empty_gt=False"
+        )
+    flags = np.zeros(len(frames), dtype=np.int64)  # Custom3DDataset's flag outside seq_mode: all zero
+    return {"kind": "epoch", "flags": flags, **common, "labelled": labelled, "scenes": scene_ids(frames)}
+
+
+def labelled_frames(
+    frames: Sequence[Frame], point_cloud_range: tuple[float, ...], num_classes: int
+) -> np.ndarray:
+    """Per frame: whether a 3D box is left after ObjectRangeFilter and ObjectNameFilter, i.e.
+    upstream's ``filter_empty_gt`` test ``(gt_labels_3d != -1).any()`` on the pipeline's output."""
+    if isinstance(frames, FrameStore):
+        return _labelled_columns(frames, point_cloud_range, num_classes)
+    out = np.zeros(len(frames), dtype=bool)
+    for i in range(len(frames)):
+        frame = frames[i]
+        _, labels = filter_objects(frame.gt_boxes, frame.gt_labels, point_cloud_range, num_classes)
+        out[i] = len(labels) > 0
+    return out
+
+
+def _labelled_columns(
+    store: FrameStore, point_cloud_range: tuple[float, ...], num_classes: int
+) -> np.ndarray:
+    """:func:`labelled_frames` over all boxes at once: the tests of :func:`..batch.transforms.filter_objects`
+    (BEV centre strictly inside the float32 range, label in 0..num_classes-1; the yaw is irrelevant)."""
+    boxes, labels = store.columns["gt_boxes"], store.columns["gt_labels"]
+    x0, y0, _, x1, y1, _ = np.asarray(point_cloud_range, dtype=np.float32)
+    x, y = boxes[:, 0], boxes[:, 1]
+    keep = (x > x0) & (y > y0) & (x < x1) & (y < y1) & (labels >= 0) & (labels < num_classes)
+    kept_before = np.concatenate([[0], np.cumsum(keep)])[store.columns["box_offsets"]]
+    return kept_before[1:] > kept_before[:-1]
+
+
+def scene_ids(frames: Sequence[Frame]) -> np.ndarray:
+    """Per frame: a small integer per distinct ``scene_token`` (equal ids = same scene), numbered in
+    the order the scenes first appear."""
+    if isinstance(frames, FrameStore):  # equal tokens have one index into the store's string table
+        _, first, inverse = np.unique(frames.columns["scene_token"], return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first)] = np.arange(len(first))
+        return rank[inverse.reshape(-1)]
+    ids: dict[str, int] = {}
+    return np.array(
+        [ids.setdefault(frames[i].scene_token, len(ids)) for i in range(len(frames))], dtype=np.int64
+    )
+
+
+# -- the queue of one sample outside streaming
+
+
+@dataclass(frozen=True)
+class QueueChoice:
+    """One sample: its frames (oldest first, the sampled index last) and every draw behind them."""
+
+    frames: tuple[int, ...]
+    prev_exists: tuple[bool, ...]
+    rejected: tuple[int, ...] = ()  # indices refused by filter_empty_gt, in order
+    shuffles: tuple[tuple[int, ...], ...] = ()  # random.shuffle's result, per attempt
+
+
+def queue_seed(seed: int, rank: int, iteration: int, slot: int) -> int:
+    """The 32-bit seed of one sample's queue and replacement draws (apart from its augmentation's)."""
+    return int(np.random.SeedSequence([seed, rank, iteration, slot], spawn_key=(1,)).generate_state(1)[0])
+
+
+def window(
+    index: int, queue_length: int, random_length: int, rng: random.Random
+) -> tuple[list[int], list[int]]:
+    """(frames, shuffled list) of upstream's queue for ``index``."""
+    index_list = list(range(index - queue_length - random_length + 1, index))
+    rng.shuffle(index_list)
+    shuffled = list(index_list)
+    frames = sorted(index_list[random_length:])
+    frames.append(index)
+    return [max(0, i) for i in frames], shuffled
+
+
+def prev_by_scene(frames: list[int], scenes: np.ndarray) -> tuple[bool, ...]:
+    """False at the first frame and at every scene change within the queue, else True."""
+    out, prev = [], None
+    for i in frames:
+        out.append(prev is not None and scenes[i] == prev)
+        prev = scenes[i]
+    return tuple(out)
+
+
+def choose_queue(
+    index: int,
+    *,
+    queue_length: int,
+    random_length: int,
+    num_frame_losses: int,
+    filter_empty_gt: bool,
+    labelled: np.ndarray,
+    scenes: np.ndarray,
+    flags: np.ndarray,
+    seed: int,
+) -> QueueChoice:
+    """The sample upstream's ``__getitem__(index)`` returns, with generators seeded ``seed``."""
+    rng, np_rng = random.Random(seed), np.random.RandomState(seed)
+    rejected, shuffles = [], []
+    while True:
+        frames, shuffled = window(index, queue_length, random_length, rng)
+        shuffles.append(tuple(shuffled))
+        if not filter_empty_gt or all(labelled[frames[-k - 1]] for k in range(num_frame_losses)):
+            return QueueChoice(tuple(frames), prev_by_scene(frames, scenes), tuple(rejected), tuple(shuffles))
+        rejected.append(index)
+        index = int(np_rng.choice(np.where(flags == flags[index])[0]))
+
+
+# -- the plan and its draws
 
 
 @dataclass(frozen=True)
@@ -35,16 +188,6 @@ class SamplePlan:
     slot: int = 0
     rejected: tuple[int, ...] = ()
     shuffles: tuple[tuple[int, ...], ...] = ()
-
-
-def make_sampler(args: dict[str, Any]) -> Sampler:
-    """The sampler of ``args`` (the loader's ``sampler_args``: ``kind`` + the sampler's arguments)."""
-    kwargs = {k: v for k, v in args.items() if k not in ("kind", "labelled", "scenes")}
-    if args["kind"] == "epoch":
-        return GroupEpochSampler(**kwargs)
-    if args["kind"] == "test":
-        return NonShuffledSampler(**kwargs)
-    return StreamSampler(**kwargs)
 
 
 class BatchPlanner:

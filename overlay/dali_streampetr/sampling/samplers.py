@@ -1,0 +1,310 @@
+"""The samplers: which dataset frames each of this rank's batch slots holds at iteration ``i``, as
+pure functions of ``i`` (so any batch can be planned directly and a resumed run needs only ``i``).
+
+- :class:`StreamSampler`: upstream's ``InfiniteGroupEachSampleInBatchSampler`` (streaming configs).
+  One infinite stream of ``torch.randperm(groups_num)`` permutations from a generator seeded once
+  with the shared seed; global batch slot ``g`` takes the stream elements ``g, g + G, g + 2G, ...``
+  (``G`` = batch size x replicas) and walks each group's frames in order.
+- :class:`GroupEpochSampler`: upstream's ``DistributedGroupSampler`` (single-frame and
+  sliding-window configs). Per epoch one ``torch.Generator`` seeded ``epoch + seed``; per group a
+  ``torch.randperm`` of its frames, padded by repetition to a multiple of ``samples_per_gpu *
+  num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; rank ``r`` takes the
+  ``r``-th contiguous ``num_samples`` of them; iteration ``i`` is block ``i % L`` of epoch ``i // L``
+  (``L`` = batches per epoch). The seed is used as given (no broadcast), as upstream.
+- :class:`NonShuffledSampler`: upstream's test sampler, the plugin's ``DistributedSampler`` with
+  ``shuffle=False`` (``projects/mmdet3d_plugin/datasets/samplers/distributed_sampler.py``, the
+  configs' ``nonshuffler_sampler``). The index list ``0 .. n-1`` is repeated to ``total_size =
+  ceil(n / replicas) * replicas`` (torch's wrap-around padding without ``drop_last``) and rank ``r``
+  takes the contiguous chunk ``[r * num_samples, (r + 1) * num_samples)``: the streaming model keeps
+  its memory across the frames of a scene, so each rank walks whole runs of consecutive frames.
+  ``core/apis/test.py::collect_results_cpu`` concatenates the ranks' parts in rank order and cuts the
+  result to ``n``: every frame once, in the data set's order. One sample per batch; the chunk is
+  walked again for every pass (iteration ``i`` is element ``i % num_samples``), as the DataLoader does
+  on each ``iter()``.
+
+The training samplers share :class:`SamplerBase` (group flags, batch size, seed, this rank's split)
+and the sequence groups of the frames (:func:`group_flags`, upstream's ``_set_sequence_group_flag``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import torch
+
+SPLIT_MODES = ("shard", "replicate")
+
+
+class SamplerBase:
+    """Group flags, the batch size, the seed and this rank's split. ``mode='shard'``: the sampler
+    runs as ``rank`` of ``world_size`` replicas (upstream's distributed samplers);
+    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica."""
+
+    def __init__(
+        self,
+        flags: np.ndarray,
+        batch_size: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        mode: str = "shard",
+    ) -> None:
+        if mode not in SPLIT_MODES:
+            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside world size {world_size}")
+        self.flags = np.asarray(flags, dtype=np.int64)
+        self.batch_size, self.rank, self.world_size, self.mode = batch_size, rank, world_size, mode
+        self.seed = seed
+        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
+        self.group_sizes = np.bincount(self.flags)
+        self.groups_num = len(self.group_sizes)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Stored only: the stream never reshuffles per epoch (as upstream's streaming sampler), and
+        the epoch-based sampler's epoch is ``iteration // len(self)`` (the runner's calls agree)."""
+        self.epoch = epoch
+
+
+def group_flags(has_sweeps: Sequence[bool], seq_split_num: int | str) -> np.ndarray:
+    """Group id per frame: a new sequence at every frame (but the first) with empty ``sweeps``,
+    each sequence cut into ``seq_split_num`` consecutive pieces (``'all'``: one group per frame)."""
+    flags = np.cumsum([i != 0 and not s for i, s in enumerate(has_sweeps)], dtype=np.int64)
+    if seq_split_num == "all":
+        return np.arange(len(flags), dtype=np.int64)
+    if seq_split_num == 1:
+        return flags
+    sizes: list[int] = []
+    for seq_id, length in enumerate(np.bincount(flags)):
+        bounds = [*range(0, length, math.ceil(length / seq_split_num)), length]
+        if len(bounds) - 1 != seq_split_num:
+            raise ValueError(
+                f"sequence {seq_id} has {length} frames and cannot be split into {seq_split_num} pieces "
+                f"of ceil({length}/{seq_split_num}) frames (upstream asserts the same); "
+                "use a smaller seq_split_num or longer scenes"
+            )
+        sizes.extend(int(s) for s in np.diff(bounds))
+    return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+
+
+def prev_exists(flags: np.ndarray) -> np.ndarray:
+    """``not (index == 0 or flag[index - 1] != flag[index])`` for every frame."""
+    out = np.zeros(len(flags), dtype=bool)
+    out[1:] = flags[1:] == flags[:-1]
+    return out
+
+
+# -- streaming
+
+
+class _GroupStream:
+    """The shared infinite group-order stream (concatenated seeded ``torch.randperm``)."""
+
+    def __init__(self, groups_num: int, seed: int) -> None:
+        self._n = groups_num
+        self._gen = torch.Generator()
+        self._gen.manual_seed(seed)
+        self._perms: list[list[int]] = []
+
+    def __getitem__(self, i: int) -> int:
+        while len(self._perms) <= i // self._n:
+            self._perms.append(torch.randperm(self._n, generator=self._gen).tolist())
+        return self._perms[i // self._n][i % self._n]
+
+
+class _Slot:
+    """One global batch slot: its groups are stream elements ``g, g + G, ...``, walked frame by frame."""
+
+    def __init__(self, stream: _GroupStream, global_slot: int, stride: int, groups: list[list[int]]) -> None:
+        self._stream, self._first, self._stride, self._groups = stream, global_slot, stride, groups
+        self._starts = [0]  # iteration at which the slot's k-th group starts
+        self._group_ids: list[int] = []
+
+    def frame_at(self, iteration: int) -> int:
+        while self._starts[-1] <= iteration:
+            gid = self._stream[self._first + len(self._group_ids) * self._stride]
+            self._group_ids.append(gid)
+            self._starts.append(self._starts[-1] + len(self._groups[gid]))
+        k = bisect.bisect_right(self._starts, iteration) - 1
+        return self._groups[self._group_ids[k]][iteration - self._starts[k]]
+
+
+class StreamSampler(SamplerBase):
+    """Frame indices per iteration for this rank's ``batch_size`` slots.
+
+    ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
+    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica; with
+    ``offset_per_rank`` the stream seed becomes ``seed + rank`` so ranks see different orders.
+
+    Users never name ``mode``: the config key ``replicate_dataset_per_gpu`` (and the runner flag of
+    the same name) selects it in :class:`~..loader.DaliStreamLoader`. The sampler keeps
+    its own word for the two splits because ranks need not be GPUs (gloo on CPU) and because
+    ``mode`` is part of the loader's saved ``state_dict``, which resumed runs compare.
+    """
+
+    def __init__(
+        self, flags: np.ndarray, batch_size: int, *, offset_per_rank: bool = False, **split: Any
+    ) -> None:
+        """``split``: ``rank``, ``world_size``, ``seed``, ``mode`` (:class:`SamplerBase`)."""
+        super().__init__(flags, batch_size, **split)
+        if self.mode == "replicate" and offset_per_rank:
+            self.seed += self.rank
+        global_batch = batch_size * self.replicas
+        if self.groups_num < global_batch:
+            remedy = "a smaller batch or a larger seq_split_num"
+            if self.mode == "shard":
+                remedy = f"fewer GPUs, {remedy}, or replicate_dataset_per_gpu=True"
+            raise ValueError(
+                f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
+                f"(samples_per_gpu={batch_size} x {self.replicas} replicas); upstream's "
+                "InfiniteGroupEachSampleInBatchSampler asserts groups_num >= samples_per_gpu * num_replicas. "
+                f"Use {remedy}."
+            )
+        groups = [np.flatnonzero(self.flags == g).tolist() for g in range(self.groups_num)]
+        stream = _GroupStream(self.groups_num, self.seed)
+        self._slots = [
+            _Slot(stream, self.sampler_rank * batch_size + j, global_batch, groups) for j in range(batch_size)
+        ]
+        self._prev = prev_exists(self.flags)
+
+    def batch(self, iteration: int) -> list[int]:
+        """Dataset indices of this rank's batch number ``iteration`` (0-based)."""
+        return [slot.frame_at(iteration) for slot in self._slots]
+
+    def prev_exists(self, index: int) -> bool:
+        return bool(self._prev[index])
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+
+# -- epoch-based
+
+
+def epoch_indices(
+    flags: np.ndarray, samples_per_gpu: int, num_replicas: int, rank: int, seed: int, epoch: int
+) -> list[int]:
+    """This rank's frame indices of one epoch, in upstream's order (``DistributedGroupSampler``)."""
+    flags = np.asarray(flags, dtype=np.int64)
+    sizes = np.bincount(flags)
+    num_samples = sum(math.ceil(s / samples_per_gpu / num_replicas) * samples_per_gpu for s in sizes)
+    g = torch.Generator()
+    g.manual_seed(epoch + seed)
+    indices: list[int] = []
+    for i, size in enumerate(sizes):
+        if size == 0:
+            continue
+        members = np.where(flags == i)[0]
+        group = members[list(torch.randperm(int(size), generator=g).numpy())].tolist()
+        extra = math.ceil(size / samples_per_gpu / num_replicas) * samples_per_gpu * num_replicas - len(group)
+        tmp = group.copy()
+        for _ in range(extra // size):
+            group.extend(tmp)
+        group.extend(tmp[: extra % size])
+        indices.extend(group)
+    blocks = torch.randperm(len(indices) // samples_per_gpu, generator=g).tolist()
+    indices = [indices[j] for b in blocks for j in range(b * samples_per_gpu, (b + 1) * samples_per_gpu)]
+    return indices[num_samples * rank : num_samples * (rank + 1)]
+
+
+class GroupEpochSampler(SamplerBase):
+    """Frame indices per iteration for this rank (same interface as
+    :class:`StreamSampler`). ``mode='replicate'``: every rank samples the
+    whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
+
+    _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)
+
+    @cached_property
+    def num_samples(self) -> int:
+        """This rank's frames per epoch (upstream's ``num_samples``: every group padded)."""
+        per_rank = (math.ceil(s / self.batch_size / self.replicas) for s in self.group_sizes)
+        return sum(n * self.batch_size for n in per_rank)
+
+    @cached_property
+    def batches_per_epoch(self) -> int:
+        return self.num_samples // self.batch_size
+
+    def indices(self, epoch: int) -> list[int]:
+        """This rank's frames of ``epoch`` (upstream's sampler after ``set_epoch(epoch)``)."""
+        if self._cached is None or self._cached[0] != epoch:
+            order = epoch_indices(
+                self.flags, self.batch_size, self.replicas, self.sampler_rank, self.seed, epoch
+            )
+            self._cached = (epoch, order)
+        return self._cached[1]
+
+    def batch(self, iteration: int) -> list[int]:
+        """Dataset indices of this rank's batch number ``iteration`` (0-based, across epochs)."""
+        epoch, pos = divmod(iteration, self.batches_per_epoch)
+        return self.indices(epoch)[pos * self.batch_size : (pos + 1) * self.batch_size]
+
+    def prev_exists(self, index: int) -> bool:
+        """A sample's first frame never has a predecessor (upstream sets it by scene within the queue)."""
+        return False
+
+    def __len__(self) -> int:
+        """Batches per epoch (the DataLoader's length over this sampler)."""
+        return self.batches_per_epoch
+
+
+# -- test
+
+
+def chunk_indices(size: int, num_replicas: int, rank: int) -> list[int]:
+    """The dataset indices rank ``rank`` of ``num_replicas`` evaluates, in order (upstream's
+    ``DistributedSampler.__iter__`` with ``shuffle=False``)."""
+    if size < 1:
+        raise ValueError("the test set has no frames")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"rank {rank} outside world size {num_replicas}")
+    num_samples = math.ceil(size / num_replicas)
+    total_size = num_samples * num_replicas
+    indices = (list(range(size)) * math.ceil(total_size / size))[:total_size]
+    return indices[rank * num_samples : (rank + 1) * num_samples]
+
+
+class NonShuffledSampler:
+    """This rank's test frames, one per batch. ``mode`` is always ``'shard'``: upstream's test and
+    validation loaders split the set by the real rank, whatever ``replicate_dataset_per_gpu`` says."""
+
+    def __init__(self, size: int, batch_size: int = 1, *, rank: int = 0, world_size: int = 1, **_: object):
+        if batch_size != 1:
+            raise ValueError(f"the test loader takes one sample per batch, got batch_size={batch_size}")
+        self.size, self.batch_size, self.rank, self.world_size = size, batch_size, rank, world_size
+        self.sampler_rank, self.replicas, self.mode, self.seed, self.epoch = rank, world_size, "shard", 0, 0
+        self.chunk = chunk_indices(size, world_size, rank)
+
+    def batch(self, iteration: int) -> list[int]:
+        """Dataset indices of this rank's batch number ``iteration`` (0-based, across passes)."""
+        return [self.chunk[iteration % len(self.chunk)]]
+
+    def prev_exists(self, index: int) -> bool:
+        """Unused in test mode: the model resets its memory itself where ``scene_token`` changes."""
+        return False
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        """Batches per pass (= ``num_samples``, the DataLoader's length over upstream's sampler)."""
+        return len(self.chunk)
+
+
+Sampler = StreamSampler | GroupEpochSampler | NonShuffledSampler
+
+
+def make_sampler(args: dict[str, Any]) -> Sampler:
+    """The sampler of ``args`` (the loader's ``sampler_args``: ``kind`` + the sampler's arguments)."""
+    kwargs = {k: v for k, v in args.items() if k not in ("kind", "labelled", "scenes")}
+    if args["kind"] == "epoch":
+        return GroupEpochSampler(**kwargs)
+    if args["kind"] == "test":
+        return NonShuffledSampler(**kwargs)
+    return StreamSampler(**kwargs)
