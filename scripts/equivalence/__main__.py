@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .original import CHECKOUT, CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream
-from .report import config_table, render, write_json
+from .report import config_table, render, verdict_counts, write_json
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out / "equivalence.json"
     write_json(records, out)
     ok = all(r["ok"] for r in records)
-    print(f"equivalence: {'PASS' if ok else 'FAIL'} ({', '.join(r['config'] for r in records)}); wrote {out}")
+    print(f"equivalence: {'PASS' if ok else 'FAIL'}: {verdict_counts(records)}; wrote {out}")
     return 0 if ok else 1
 
 

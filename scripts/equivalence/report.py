@@ -124,3 +124,14 @@ def write_json(records: list[dict[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"ok": all(r["ok"] for r in records), "configs": records}
     path.write_text(json.dumps(_clean(doc), indent=1, default=str) + "\n")
+
+
+def verdict_counts(records: list[dict]) -> str:
+    """``10 of 11 configs equal, 1 refused by name (...)``: a refusal is not counted as equal."""
+    refused = [r["config"] for r in records if "refused" in r]
+    equal = sum(1 for r in records if r["ok"] and "refused" not in r)
+    text = f"{equal} of {len(records)} configs equal"
+    if refused:
+        text += f", {len(refused)} refused by name ({', '.join(refused)})"
+    failed = len(records) - equal - len(refused)
+    return text + (f", {failed} different" if failed else "")
