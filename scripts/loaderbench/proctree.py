@@ -61,6 +61,22 @@ def tree_cpu_seconds(root: int | None = None) -> float:
     return sum(s.cpu_s for s in tree(os.getpid() if root is None else root))
 
 
+def thread_cpu_seconds(root: int | None = None) -> dict[tuple[int, int, str], float]:
+    """CPU seconds (user + system) of every live thread of ``root``'s tree (default: this
+    process), keyed by (pid, thread id, thread name): which thread of the loader does the work
+    (DALI names its executor and pool threads)."""
+    out = {}
+    for proc in tree(os.getpid() if root is None else root):
+        for task in (PROC / str(proc.pid) / "task").glob("[0-9]*"):
+            try:
+                text, name = (task / "stat").read_text(), (task / "comm").read_text().strip()
+            except OSError:
+                continue  # ended in the meantime
+            rest = text[text.rindex(")") + 2 :].split()
+            out[(proc.pid, int(task.name), name)] = (int(rest[11]) + int(rest[12])) / CLK_TCK
+    return out
+
+
 def memory_mb(pid: int) -> tuple[float, float]:
     """(RSS, PSS) of one process in MiB; PSS splits pages shared between forked workers."""
     try:

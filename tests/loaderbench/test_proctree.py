@@ -56,3 +56,44 @@ def test_peak_memory_sees_a_child():
     assert mem.peak_rss_mb >= base + 100
     assert mem.peak_pss_mb > 0
     assert mem.max_processes >= 2
+
+
+def test_thread_cpu_is_split_by_thread_and_process():
+    """A busy named thread of this process and a busy child each show their own CPU time, and the
+    split of two snapshots names them ``main:<name>`` and ``child:<name>``; an idle one shows ~0."""
+    import threading
+
+    from loaderbench.thread_split import split
+
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.4) + "time.sleep(30)"])
+    done = threading.Event()
+
+    def burn(name: str, seconds: float) -> None:
+        (proctree.PROC / "self" / "task" / str(threading.get_native_id()) / "comm").write_text(name)
+        t = time.thread_time()
+        while time.thread_time() - t < seconds:
+            pass
+        done.wait()
+
+    before = proctree.thread_cpu_seconds()
+    busy = threading.Thread(target=burn, args=("busy-one", 0.3))
+    idle = threading.Thread(target=burn, args=("idle-one", 0.0))
+    try:
+        busy.start(), idle.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            per = split(before, proctree.thread_cpu_seconds(), proctree.os.getpid())
+            if (
+                per.get("main:busy-one", 0) >= 0.3 - 2 / proctree.CLK_TCK
+                and per.get("child:python", 0) >= 0.4
+            ):
+                break
+            time.sleep(0.05)
+        assert per["main:busy-one"] >= 0.3 - 2 / proctree.CLK_TCK  # /proc counts in clock ticks
+        assert per["main:idle-one"] <= 0.1
+        assert per["child:python"] >= 0.4 - 2 / proctree.CLK_TCK
+    finally:
+        done.set()
+        busy.join(), idle.join()
+        child.kill()
+        child.wait()
