@@ -63,7 +63,7 @@ def test_thread_cpu_is_split_by_thread_and_process():
     split of two snapshots names them ``main:<name>`` and ``child:<name>``; an idle one shows ~0."""
     import threading
 
-    from loaderbench.thread_split import split
+    from loaderbench.cpu_split import split
 
     child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.4) + "time.sleep(30)"])
     done = threading.Event()

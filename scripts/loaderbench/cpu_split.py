@@ -1,12 +1,14 @@
-"""Which thread of the DALI loader spends its CPU time: ``python -m loaderbench.thread_split
-[--profile r50|eval] [--threads T] [--batches N] [-- KEY=VALUE ...]``.
+"""Where each loader spends its CPU time: ``python -m loaderbench.cpu_split [--loader dali|torch]
+[--profile r50|eval] [--threads T] [--batches N] [KEY=VALUE ...]``.
 
-Builds the profile's DALI loader as ``nox -s bench`` does (the synthetic data set, the pinned
-config), takes a few untimed batches, then prints CPU ms per batch of each thread name over
-``--batches`` batches: in the training process DALI's executor (``[DALI] Executor``: the CPU
+Both loaders are built from the profile's pinned config on the synthetic data set, as ``nox -s
+bench`` builds them. ``--loader dali``: after a few untimed batches, CPU ms per batch of each thread
+over ``--batches`` batches: in the training process DALI's executor (``[DALI] Executor``: the CPU
 decoder runs there) and its pool threads (``[DALI][TPk]Exec``: resize, pad, normalise), the
-external source's worker process (``child``), and the training process's own Python threads.
-One-off analysis (scripts/ and overlay/ on PYTHONPATH, the upstream env); the bench does not run it.
+external source's worker process (``child:``), and the training process's own Python threads.
+``--loader torch``: CPU ms per sample of each transform of upstream's pipeline, run in this
+process on the profile's frames (training: ``data.train``, eval: ``data.test``), and of the
+dataset's whole ``__getitem__``. One-off analysis (the upstream env); the bench does not run it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def split(before: dict, after: dict, main_pid: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="loaderbench.thread_split", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--loader", default="dali", choices=("dali", "torch"))
     ap.add_argument("--profile", default="r50", choices=("r50", "eval"))
     ap.add_argument("--threads", type=int, default=1, help="DALI CPU threads (default 1)")
     ap.add_argument("--batches", type=int, default=40, help="measured batches (default 40)")
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
     data_root = (args.data_root or default_data_root()).resolve()
     enter_checkout()
+    if args.loader == "torch":
+        return transform_split(load_config(args.profile, data_root), args.profile, args.batches)
     case = Case(args.profile, "dali", threads=args.threads)
     overrides = dict(map(parse_override, args.overrides))
     loader = build(case, load_config(args.profile, data_root), data_root, **overrides)
@@ -60,6 +65,33 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:28s} {seconds / args.batches * 1000:7.1f} CPU-ms/batch")
     sys.stdout.flush()
     os._exit(0)  # the loader's workers and DALI's threads: no orderly teardown needed for a one-off
+
+
+def transform_split(cfg: object, profile: str, samples: int) -> int:
+    """Print CPU ms per sample of each transform of upstream's pipeline (see the module doc)."""
+    import projects.mmdet3d_plugin  # noqa: F401  (registers the plugin's datasets and transforms)
+    from mmdet3d.datasets import build_dataset
+
+    dataset = build_dataset(cfg.data.test if profile == "eval" else cfg.data.train)
+    samples = min(samples, len(dataset))
+    per: dict[str, float] = {}
+    whole = 0.0
+    for i in range(samples):
+        results = dataset.get_data_info(i)
+        dataset.pre_pipeline(results)
+        for transform in dataset.pipeline.transforms:
+            t0 = time.process_time()
+            results = transform(results)
+            name = type(transform).__name__
+            per[name] = per.get(name, 0.0) + time.process_time() - t0
+        t0 = time.process_time()
+        dataset[i]
+        whole += time.process_time() - t0
+    mean_ms = whole / samples * 1000
+    print(f"{profile}/torch pipeline, {samples} samples: {mean_ms:.1f} CPU-ms/sample in __getitem__")
+    for name, seconds in per.items():
+        print(f"  {name:34s} {seconds / samples * 1000:7.1f} CPU-ms/sample")
+    return 0
 
 
 if __name__ == "__main__":
