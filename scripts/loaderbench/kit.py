@@ -92,7 +92,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         loader = DaliStreamLoader(cfg, spec["data_root"], seed=0, device_id=0 if on_gpu else None)
         build_s = time.perf_counter() - t0
-        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
+        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
         if spec["handover_calls"] > 0:
             result["step_s"] = spec["step_s"]
             result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])

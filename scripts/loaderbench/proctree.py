@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,12 @@ def memory_mb(pid: int) -> tuple[float, float]:
 
 
 class PeakMemory:
-    """Background sampler of the tree's summed RSS and PSS; ``peak_rss_mb`` / ``peak_pss_mb``."""
+    """Background sampler of the tree's summed RSS and PSS; ``peak_rss_mb`` / ``peak_pss_mb``.
+
+    Sampling is not free: reading ``smaps_rollup`` makes the kernel walk a process's page tables
+    (~0.3 CPU-s per second of sampling a loader's tree here), and that time is spent in this
+    process, inside the tree a :class:`Stopwatch` measures. ``own_cpu_s`` (the sampler's CPU
+    seconds so far) is what a stopwatch must leave out: ``Stopwatch(exclude=mem.own_cpu)``."""
 
     def __init__(self, root: int | None = None, interval_s: float = 0.1) -> None:
         self.root = os.getpid() if root is None else root
@@ -103,15 +109,26 @@ class PeakMemory:
         self.peak_rss_mb = 0.0
         self.peak_pss_mb = 0.0
         self.max_processes = 0
+        self.own_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
     def sample(self) -> None:
+        t0 = time.thread_time()  # user + system time of the calling thread
+        self.read()
+        self.own_cpu_s += time.thread_time() - t0
+
+    def read(self) -> None:
+        """One sample of the tree's memory (:meth:`sample` also counts what it costs)."""
         members = tree(self.root)
         mems = [memory_mb(s.pid) for s in members]
         self.peak_rss_mb = max(self.peak_rss_mb, sum(m[0] for m in mems))
         self.peak_pss_mb = max(self.peak_pss_mb, sum(m[1] for m in mems))
         self.max_processes = max(self.max_processes, len(members))
+
+    def own_cpu(self) -> float:
+        """CPU seconds the sampling has taken so far."""
+        return self.own_cpu_s
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -135,12 +152,17 @@ class Span:
 
 
 class Stopwatch:
-    """Wall time and tree CPU seconds of a ``with`` block."""
+    """Wall time and tree CPU seconds of a ``with`` block, less the CPU seconds ``exclude`` (a
+    running count, e.g. :meth:`PeakMemory.own_cpu`) added meanwhile: the measurement's own cost."""
+
+    def __init__(self, exclude: Callable[[], float] | None = None) -> None:
+        self.exclude = exclude or (lambda: 0.0)
 
     def __enter__(self) -> Stopwatch:
-        self._cpu0, self._t0 = tree_cpu_seconds(), time.perf_counter()
+        self._ex0, self._cpu0, self._t0 = self.exclude(), tree_cpu_seconds(), time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
         wall = time.perf_counter() - self._t0
-        self.span = Span(wall, tree_cpu_seconds() - self._cpu0)
+        cpu = tree_cpu_seconds() - self._cpu0 - (self.exclude() - self._ex0)
+        self.span = Span(wall, cpu)

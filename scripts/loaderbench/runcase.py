@@ -21,8 +21,11 @@ from .proctree import PeakMemory, Stopwatch
 RESULT_TAG = "RESULT "
 
 
-def measure(loader: Any, warmup: int, batches: int, repeats: int) -> dict[str, Any]:
-    """Warm-up, then ``repeats`` timed runs of ``batches`` batches each (wall + tree CPU seconds)."""
+def measure(
+    loader: Any, warmup: int, batches: int, repeats: int, mem: PeakMemory | None = None
+) -> dict[str, Any]:
+    """Warm-up, then ``repeats`` timed runs of ``batches`` batches each (wall + tree CPU seconds,
+    less the CPU of the memory sampler ``mem`` running meanwhile)."""
     it = iter(loader)
     t0 = time.perf_counter()
     next(it)
@@ -31,7 +34,7 @@ def measure(loader: Any, warmup: int, batches: int, repeats: int) -> dict[str, A
         next(it)
     spans = []
     for _ in range(repeats):
-        with Stopwatch() as sw:
+        with Stopwatch(exclude=mem.own_cpu if mem else None) as sw:
             for _ in range(batches):
                 next(it)
         spans.append(sw.span)
@@ -65,7 +68,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         overrides = {**case.overrides, **spec.get("overrides", {})}
         loader = build(case, cfg, Path(spec["data_root"]), **overrides)
         build_s = time.perf_counter() - t0
-        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"])
+        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
         if spec.get("handover_calls", 0) > 0:
             result["step_s"] = spec["step_s"]
             result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])

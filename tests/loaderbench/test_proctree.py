@@ -58,6 +58,28 @@ def test_peak_memory_sees_a_child():
     assert mem.max_processes >= 2
 
 
+class CostlySampler(proctree.PeakMemory):
+    """A memory sampler whose every sample burns 20 ms of CPU (as smaps_rollup of a big tree does)."""
+
+    def read(self) -> None:
+        t = time.thread_time()
+        while time.thread_time() - t < 0.02:
+            pass
+        super().read()
+
+
+def test_the_memory_samplers_own_cpu_is_left_out_of_the_stopwatch():
+    """Over an idle second the sampler burns ~0.2 CPU-s (10 samples of 20 ms): the stopwatch that
+    excludes its count sees almost nothing, the plain one sees the sampler (the check's wrong input)."""
+    mem = CostlySampler(interval_s=0.1)
+    with mem, proctree.Stopwatch(exclude=mem.own_cpu) as excluded, proctree.Stopwatch() as plain:
+        time.sleep(1.0)
+    tick = 1 / proctree.CLK_TCK  # /proc counts CPU in clock ticks
+    assert plain.span.cpu_s >= 0.15
+    assert mem.own_cpu_s >= 0.15
+    assert excluded.span.cpu_s <= 0.03 + 3 * tick
+
+
 def test_thread_cpu_is_split_by_thread_and_process():
     """A busy named thread of this process and a busy child each show their own CPU time, and the
     split of two snapshots names them ``main:<name>`` and ``child:<name>``; an idle one shows ~0."""
