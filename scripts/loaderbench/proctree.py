@@ -25,9 +25,15 @@ class ProcStat:
     cpu_s: float  # utime + stime + cutime + cstime
 
 
+def _stat_fields(text: str) -> list[str]:
+    """The fields after the command name of a ``/proc/<pid>/stat`` (or ``task/<tid>/stat``) text,
+    from the state on (the name may contain spaces and ')')."""
+    return text[text.rindex(")") + 2 :].split()
+
+
 def _parse_stat(text: str) -> tuple[int, float]:
     """(ppid, cpu seconds incl. reaped children) from the text of ``/proc/<pid>/stat``."""
-    rest = text[text.rindex(")") + 2 :].split()  # the command name may contain spaces and ')'
+    rest = _stat_fields(text)
     ppid = int(rest[1])
     utime, stime, cutime, cstime = (int(v) for v in rest[11:15])
     return ppid, (utime + stime + cutime + cstime) / CLK_TCK
@@ -73,7 +79,7 @@ def thread_cpu_seconds(root: int | None = None) -> dict[tuple[int, int, str], fl
                 text, name = (task / "stat").read_text(), (task / "comm").read_text().strip()
             except OSError:
                 continue  # ended in the meantime
-            rest = text[text.rindex(")") + 2 :].split()
+            rest = _stat_fields(text)
             out[(proc.pid, int(task.name), name)] = (int(rest[11]) + int(rest[12])) / CLK_TCK
     return out
 
