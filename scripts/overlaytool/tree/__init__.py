@@ -1,2 +1,2 @@
 """The checkout `apply` writes: the series index, the write plan and its journal, the files, the
-checkout lock."""
+checkout lock, and where StreamPETR's code sits in it (layout)."""

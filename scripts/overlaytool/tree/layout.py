@@ -1,0 +1,60 @@
+"""Where StreamPETR's code sits in an applied checkout: the folder holding `projects/mmdet3d_plugin`
+and `projects/configs` — the checkout's root, or where a fork moved them (its sources under `src/`).
+
+Looked for where the target's `overlay_moves` put the overlay's `projects/` folder, then at the
+root, then at any folder of the checkout's tree that holds the plugin. What needs upstream's code
+on `sys.path` (the equivalence harness, the vetting's config step) asks here instead of assuming
+the root, so a fork's layout is followed and never reported as an unapplied checkout.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+from .. import OverlayError
+from ..gitcmd import git
+from ..overlay import place
+from ..targets import Target
+from .checkout import read_stamp
+
+PLUGIN = "projects/mmdet3d_plugin"
+CONFIGS = "projects/configs"
+
+
+def require_applied(target: Target) -> None:
+    """Raise (naming the checkout and `nox -s apply`) unless `apply` completed there."""
+    checkout = target.checkout
+    if not (checkout / ".git").exists() or read_stamp(checkout) is None:
+        raise OverlayError(f"{checkout} is not an applied {target.label} checkout; run `nox -s apply`")
+
+
+def code_root(target: Target) -> Path:
+    """The folder of the applied checkout that holds `projects/mmdet3d_plugin` (what goes on
+    `sys.path`); an applied checkout without it is an error naming where it looked."""
+    require_applied(target)
+    checkout = target.checkout
+    moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", target.overlay_moves)))
+    looked = [moved, ""] if moved else [""]
+    for rel in looked:
+        if (checkout / rel / PLUGIN).is_dir():
+            return checkout / rel if rel else checkout
+    listing = git("ls-files", "-z", cwd=checkout).stdout.split("\0")
+    suffix = f"/{PLUGIN}/__init__.py"
+    found = sorted(
+        (p[: -len(suffix)] for p in listing if p.endswith(suffix)), key=lambda p: (p.count("/"), p)
+    )
+    if found:
+        return checkout / found[0]
+    where = ", ".join(f"{posixpath.join(r, PLUGIN) if r else PLUGIN}/" for r in looked)
+    raise OverlayError(
+        f"{checkout} is applied, but holds no {PLUGIN} (looked at {where} and every folder of its tree): "
+        f"its commit {target.pin.commit[:12]} does not have StreamPETR's plugin package where the tools "
+        "look for it. If the fork moved it, place the overlay beside it with `overlay_moves` in "
+        "patches/config.toml (docs/rebase.md), then `nox -s apply`."
+    )
+
+
+def configs_dir(target: Target) -> Path:
+    """`projects/configs` beside the plugin (where upstream's and the overlay's configs are)."""
+    return code_root(target) / CONFIGS
