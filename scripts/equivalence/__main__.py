@@ -1,19 +1,27 @@
 """CLI: `python -m equivalence [--config r50|vov|petrv1|8key|PATH ... | --all-upstream-configs]
-[--data-root DIR] [--batches N] [--out DIR]`.
+[--split train|test] [--data-root DIR] [--add-info-key KEY] [--batches N] [--out DIR]`.
 
-Prints a table per config and writes `<out>/equivalence.json`; exit status 1 when any tolerance is
-exceeded (2 on a usage error). `--all-upstream-configs` runs every training config of the pinned
-checkout's projects/configs/ and ends with one row per config: its training mode and PASS, FAIL or
-"refused: <reason>" (a config the DALI loader refuses by name counts as handled)."""
+Prints a table per config, then one row per config, and writes `<out>/equivalence.json`
+(`equivalence_test.json` for `--split test`). `--all-upstream-configs` runs every config under
+projects/configs/ of the applied checkout (where the fork's layout and `overlay_moves` put it). Each
+row is PASS, FAIL, "refused: <reason>" (a config the DALI loader refuses by name counts as handled),
+"skipped: <rule>" (no training config) or "not comparable: <exception> (<file:line>)" (the run goes
+on). Exit status 1 when a tolerance is exceeded or a config is not comparable, 2 on a usage error
+or a checkout the harness cannot use."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
-from .original import CHECKOUT, CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream
-from .report import config_table, render, verdict_counts, write_json
+from overlaytool import OverlayError
+
+from .configs import upstream_configs
+from .original import CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream, read_config, streampetr_target
+from .report import config_table, render, verdict_counts
+from .sweep import sweep
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -32,6 +40,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--split", choices=("train", "test"), default="train",
                     help="test: the test loader against upstream's test DataLoader (tools/test.py), on 1, "
                     "2 and 3 ranks")  # fmt: skip
+    ap.add_argument("--add-info-key", action="append", default=[], metavar="KEY",
+                    help="compare on a copy of the data set whose infos carry KEY, which a fork's data set "
+                    "reads (known: instance_inds)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "equivalence")
     args = ap.parse_args(argv)
     if args.batches < 1:
@@ -47,48 +58,42 @@ def main(argv: list[str] | None = None) -> int:
         from synthdata import ensure_dataset
 
         args.data_root = ensure_dataset()
-    import_upstream()
-    from .harness import run_config, upstream_training_configs
+    try:
+        import_upstream()
+        configs = upstream_configs(streampetr_target()) if args.all_upstream_configs else None
+    except (OverlayError, FileNotFoundError) as exc:
+        print(f"equivalence: {exc}", file=sys.stderr)
+        return 2
+    data_root = args.data_root.resolve()
+    if args.add_info_key:
+        from .info_keys import InfoKeyError, with_info_keys
 
+        try:
+            data_root = with_info_keys(data_root, args.add_info_key, args.out.resolve())
+        except InfoKeyError as exc:
+            print(f"equivalence: {exc}", file=sys.stderr)
+            return 2
+    configs = configs if configs is not None else args.config or list(DEFAULT_CONFIGS)
     if args.split == "test":
-        return main_test_split(args, upstream_training_configs(CHECKOUT))
+        from .eval_split import compare_test_split, render_test_split
 
-    records = []
-    configs = (
-        upstream_training_configs(CHECKOUT) if args.all_upstream_configs else args.config or DEFAULT_CONFIGS
-    )
-    for config in configs:
-        print(f"equivalence: {config} on {args.data_root}", flush=True)
-        record = run_config(
-            config, args.data_root.resolve(), batches=args.batches, seed=args.seed,
+        compare = functools.partial(compare_test_split, data_root=data_root)
+        render_one, out = render_test_split, args.out / "equivalence_test.json"
+    else:
+        from .harness import run_config
+
+        compare = functools.partial(
+            run_config, data_root=data_root, batches=args.batches, seed=args.seed,
             samples_per_gpu=args.batch_size, sequence_iters=args.sequence_iters, draws=args.draws,
         )  # fmt: skip
-        records.append(record)
-        print((f"refused: {record['refused']}" if "refused" in record else render(record)) + "\n", flush=True)
-    if args.all_upstream_configs:
-        print(config_table(records) + "\n")
-    out = args.out / "equivalence.json"
-    write_json(records, out)
+        render_one, out = render, args.out / "equivalence.json"
+    records = sweep(
+        configs, compare, read_config, split=args.split, data_root=data_root, out=out, render=render_one
+    )
+    print(config_table(records) + "\n")
     ok = all(r["ok"] for r in records)
-    print(f"equivalence: {'PASS' if ok else 'FAIL'}: {verdict_counts(records)}; wrote {out}")
-    return 0 if ok else 1
-
-
-def main_test_split(args: argparse.Namespace, all_configs: list[str]) -> int:
-    """``--split test``: :func:`.eval_split.compare_test_split` per config."""
-    from .eval_split import compare_test_split, render_test_split
-
-    records = []
-    for config in all_configs if args.all_upstream_configs else args.config or DEFAULT_CONFIGS:
-        print(f"equivalence (test split): {config} on {args.data_root}", flush=True)
-        record = compare_test_split(config, args.data_root.resolve())
-        records.append(record)
-        print(render_test_split(record) + "\n", flush=True)
-    out = args.out / "equivalence_test.json"
-    write_json(records, out)
-    ok = all(r["ok"] for r in records)
-    names = ", ".join(r["config"] for r in records)
-    print(f"equivalence (test split): {'PASS' if ok else 'FAIL'} ({names}); wrote {out}")
+    verdict = "PASS" if ok else "FAIL"
+    print(f"equivalence ({args.split} split): {verdict}: {verdict_counts(records)}; wrote {out}")
     return 0 if ok else 1
 
 

@@ -97,7 +97,8 @@ def _columns(a: np.ndarray) -> dict[str, np.ndarray]:
 def compare_draws(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], pad_below: float) -> dict:
     """KS for resize, crop_w, rot_angle, scale_ratio and a translation either side draws
     (``translation_std`` > 0); chi-squared for flip and for padding (resize < ``pad_below``); exact
-    for the constants (rotate, a translation of std 0)."""
+    for the constants (rotate, a translation of std 0, and a flip or padding that has the same
+    outcome in every draw of both sides: ``rand_flip=False``, a resize range that never pads)."""
     from scipy import stats
 
     out: dict[str, Any] = {}
@@ -106,9 +107,13 @@ def compare_draws(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], pa
         out[key] = {"test": "ks_2samp", "statistic": float(res.statistic), "p": float(res.pvalue)}
     for key, fn in (("flip", lambda d: d["flip"] > 0.5), ("pad", lambda d: d["resize"] < pad_below)):
         table = np.array([[np.sum(fn(d)), np.sum(~fn(d))] for d in (ours, theirs)])
+        counts = {"dali": table[0].tolist(), "upstream": table[1].tolist()}
+        if (table.sum(axis=0) == 0).any():  # the same outcome every draw on both sides (no padding, no flip)
+            out[key] = {"test": "constant", "values": [bool(table[0, 0])], "p": 1.0, "counts": counts}
+            continue
         res = stats.chi2_contingency(table)
         out[key] = {"test": "chi2_contingency", "statistic": float(res.statistic), "p": float(res.pvalue),
-                    "counts": {"dali": table[0].tolist(), "upstream": table[1].tolist()}}  # fmt: skip
+                    "counts": counts}  # fmt: skip
     for key in ("rotate", "tx", "ty", "tz"):
         drawn = key != "rotate" and any(len(np.unique(d[key])) > 1 for d in (ours, theirs))
         if drawn:  # a translation_std > 0: normal draws (either side drawing them, the other not: KS fails)

@@ -11,7 +11,7 @@ from .compare import BatchComparator
 from .draws import compare_draws, dali_draws, upstream_draws
 from .fast_path import FastImageRow
 from .lockstep import LockStep
-from .original import REPO_ROOT, load_config, original_dataset
+from .original import load_config, original_dataset
 from .sequence import compare_epoch_streams, compare_streams
 
 
@@ -106,19 +106,6 @@ def declared_mode(cfg: Any) -> str:
     if values["seq_mode"]:
         return STREAMING
     return SINGLE_FRAME if values["queue_length"] == 1 else SLIDING_WINDOW
-
-
-def upstream_training_configs(checkout: Path) -> list[str]:
-    """Every config under ``projects/configs/`` of the applied checkout that upstream tracks (the
-    overlay's own configs left out), relative to the checkout."""
-    configs = checkout / "projects" / "configs"
-    ours = {
-        p.relative_to(REPO_ROOT / "overlay")
-        for p in (REPO_ROOT / "overlay" / "projects" / "configs").rglob("*.py")
-    }
-    return sorted(
-        str(p.relative_to(checkout)) for p in configs.rglob("*.py") if p.relative_to(checkout) not in ours
-    )
 
 
 def run_config(

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from overlaytool.targets import Target, load_targets
+from overlaytool.tree.layout import PLUGIN, code_root
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 CONFIGS = {
@@ -20,31 +23,55 @@ DEFAULT_CONFIGS = ("r50", "vov")
 ANN_TRAIN = "nuscenes2d_temporal_infos_train.pkl"
 
 
-def import_upstream(checkout: Path = CHECKOUT) -> None:
-    """Put the applied checkout at the end of ``sys.path`` (so an ``overlay/`` already on the path
-    provides ``dali_streampetr``, not the checkout's copy of it) and register the plugin's modules."""
-    if not (checkout / "projects" / "mmdet3d_plugin").is_dir():
-        raise FileNotFoundError(f"{checkout} is not an applied StreamPETR checkout; run `nox -s apply`")
-    if str(checkout) not in sys.path:
-        sys.path.append(str(checkout))
+def streampetr_target(root: Path = REPO_ROOT) -> Target:
+    """The StreamPETR target of the project's ``patches/config.toml`` (its first)."""
+    return load_targets(root)[0]
+
+
+def upstream_root(target: Target | None = None) -> Path:
+    """The folder of the applied checkout holding ``projects/`` (``src/`` in a fork that moved its
+    sources there): :func:`overlaytool.tree.layout.code_root` of the StreamPETR target."""
+    return code_root(target or streampetr_target())
+
+
+def import_upstream(root: Path | None = None) -> None:
+    """Put the applied checkout's code root (:func:`upstream_root`) at the end of ``sys.path`` (so an
+    ``overlay/`` already on the path provides ``dali_streampetr``, not the checkout's copy of it) and
+    register the plugin's modules."""
+    root = upstream_root() if root is None else root
+    if not (root / PLUGIN).is_dir():
+        raise FileNotFoundError(f"{root} holds no {PLUGIN}")
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
     import projects.mmdet3d_plugin  # noqa: F401  (registers datasets, transforms, samplers)
 
 
-def config_path(config: str, checkout: Path = CHECKOUT) -> Path:
-    """``r50`` / ``vov`` or a path (absolute, or relative to the checkout or the working directory)."""
+def config_path(config: str, target: Target | None = None) -> Path:
+    """``r50`` / ``vov`` (under the code root, :func:`upstream_root`) or a path (absolute, or relative
+    to the working directory, the checkout or its code root)."""
+    target = target or streampetr_target()
     if config in CONFIGS:
-        return checkout / CONFIGS[config]
-    for candidate in (Path(config), checkout / config):
+        return upstream_root(target) / CONFIGS[config]
+    for candidate in (Path(config), target.checkout / config):
         if candidate.is_file():
             return candidate.resolve()
+    if (upstream_root(target) / config).is_file():
+        return (upstream_root(target) / config).resolve()
     raise FileNotFoundError(f"config {config!r} not found (names: {', '.join(CONFIGS)})")
 
 
-def load_config(config: str, data_root: Path, samples_per_gpu: int | None = None, checkout: Path = CHECKOUT):
-    """The mmcv ``Config`` with the train set pointed at ``data_root`` (and the batch size, if given)."""
+def read_config(config: str, target: Target | None = None):
+    """The mmcv ``Config`` of ``config`` as the file says (:func:`config_path`)."""
     from mmcv import Config
 
-    cfg = Config.fromfile(str(config_path(config, checkout)))
+    return Config.fromfile(str(config_path(config, target)))
+
+
+def load_config(
+    config: str, data_root: Path, samples_per_gpu: int | None = None, target: Target | None = None
+):
+    """The mmcv ``Config`` with the train set pointed at ``data_root`` (and the batch size, if given)."""
+    cfg = read_config(config, target)
     root = Path(data_root).resolve()
     cfg.data.train.data_root = f"{root}/"
     cfg.data.train.ann_file = str(root / ANN_TRAIN)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +96,17 @@ def render(record: dict[str, Any]) -> str:
 
 
 def result_of(record: dict[str, Any]) -> str:
-    """PASS, FAIL or ``refused: <reason>`` (a refusal is a handled config: its ``ok`` is True)."""
+    """PASS, FAIL, ``refused: <reason>`` (a handled config: its ``ok`` is True), ``skipped: <rule>``
+    (no training config: ``ok`` True) or ``not comparable: <Type>: <message> (<file:line>)`` and what
+    would fit."""
     if "refused" in record:
         return f"refused: {record['refused']}"
+    if "skipped" in record:
+        return f"skipped: {record['skipped']}"
+    if "not_comparable" in record:
+        e = record["not_comparable"]
+        hint = f"; {e['hint']}" if e.get("hint") else ""
+        return f"not comparable: {e['type']}: {e['message']} ({e['where']}){hint}"
     return "PASS" if record["ok"] else "FAIL"
 
 
@@ -105,8 +114,8 @@ def config_table(records: list[dict[str, Any]]) -> str:
     """Markdown table: one row per config (path, training mode, result)."""
     rows = ["| upstream config | training mode | result |", "|---|---|---|"]
     for r in records:
-        reason = result_of(r).replace("|", "\\|")
-        rows.append(f"| {r['config']} | {r['mode'].replace('_', ' ')} | {reason} |")
+        reason = result_of(r).replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| {r['config']} | {r.get('mode', '?').replace('_', ' ')} | {reason} |")
     return "\n".join(rows)
 
 
@@ -121,17 +130,29 @@ def _clean(x: Any) -> Any:
 
 
 def write_json(records: list[dict[str, Any]], path: Path) -> None:
+    """``{"ok", "configs"}`` at ``path``, replaced whole (a temporary file renamed over it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"ok": all(r["ok"] for r in records), "configs": records}
-    path.write_text(json.dumps(_clean(doc), indent=1, default=str) + "\n")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(_clean(doc), indent=1, default=str) + "\n")
+    os.replace(tmp, path)
 
 
 def verdict_counts(records: list[dict]) -> str:
-    """``10 of 11 configs equal, 1 refused by name (...)``: a refusal is not counted as equal."""
+    """``10 of 11 configs equal, 1 refused by name (...)``: a refusal is not counted as equal; configs
+    not comparable and files skipped by rule are counted apart (skipped files are no configs)."""
     refused = [r["config"] for r in records if "refused" in r]
-    equal = sum(1 for r in records if r["ok"] and "refused" not in r)
-    text = f"{equal} of {len(records)} configs equal"
+    skipped = [r["config"] for r in records if "skipped" in r]
+    broken = [r["config"] for r in records if "not_comparable" in r]
+    configs = len(records) - len(skipped)
+    equal = sum(1 for r in records if r["ok"] and not {"refused", "skipped"} & r.keys())
+    text = f"{equal} of {configs} configs equal"
     if refused:
         text += f", {len(refused)} refused by name ({', '.join(refused)})"
-    failed = len(records) - equal - len(refused)
-    return text + (f", {failed} different" if failed else "")
+    if broken:
+        text += f", {len(broken)} not comparable ({', '.join(broken)})"
+    failed = configs - equal - len(refused) - len(broken)
+    text += f", {failed} different" if failed else ""
+    if skipped:
+        text += f"; {len(skipped)} file(s) skipped by rule ({', '.join(skipped)})"
+    return text

@@ -25,11 +25,11 @@ def upstream() -> None:
 def test_every_config_of_the_pin_has_a_test_path_the_loader_reads(upstream, synthetic_dataset: Path) -> None:
     from dali_streampetr.config.reader import loader_config_from
     from dali_streampetr.config.settings import TEST
+    from equivalence.configs import upstream_configs
     from equivalence.eval_split import load_test_config
-    from equivalence.harness import upstream_training_configs
-    from equivalence.original import CHECKOUT
+    from equivalence.original import streampetr_target
 
-    configs = upstream_training_configs(CHECKOUT)
+    configs = upstream_configs(streampetr_target())
     assert len(configs) == 11
     for config in configs:
         settings = loader_config_from(load_test_config(config, synthetic_dataset), "test")

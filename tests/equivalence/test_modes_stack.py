@@ -64,10 +64,10 @@ def partly_unlabelled(synthetic_dataset: Path, tmp_path_factory) -> Path:
 def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_dataset) -> None:
     from dali_streampetr.config.reader import loader_config_from
     from dali_streampetr.config.settings import UnsupportedConfigError
-    from equivalence.harness import upstream_training_configs
-    from equivalence.original import CHECKOUT, load_config
+    from equivalence.configs import upstream_configs
+    from equivalence.original import load_config, streampetr_target
 
-    configs = upstream_training_configs(CHECKOUT)
+    configs = upstream_configs(streampetr_target())
     assert configs == sorted(MODES)
     got = {}
     for config in configs:

@@ -3,7 +3,7 @@ as equal, and a differing one is counted apart (the run's PASS/FAIL stays ``all(
 
 from __future__ import annotations
 
-from equivalence.report import verdict_counts
+from equivalence.report import config_table, result_of, verdict_counts
 
 
 def test_refused_and_different_configs_are_not_counted_as_equal() -> None:
@@ -17,3 +17,24 @@ def test_refused_and_different_configs_are_not_counted_as_equal() -> None:
 
 def test_all_equal_says_so_without_a_refusal_clause() -> None:
     assert verdict_counts([{"config": "a.py", "ok": True}] * 2) == "2 of 2 configs equal"
+
+
+def test_not_comparable_and_skipped_rows_are_counted_apart_and_tabled() -> None:
+    error = {"type": "KeyError", "message": "'instance_inds'", "where": "fork.py:13", "hint": "x|y"}
+    records = [
+        {"config": "a.py", "mode": "streaming", "ok": True},
+        {
+            "config": "b.py",
+            "mode": "-",
+            "skipped": "no `_base_`, `data` or `model`: not a config",
+            "ok": True,
+        },
+        {"config": "c.py", "mode": "streaming", "ok": False, "not_comparable": error},
+    ]
+    assert verdict_counts(records) == (
+        "1 of 2 configs equal, 1 not comparable (c.py); 1 file(s) skipped by rule (b.py)"
+    )
+    assert result_of(records[2]) == "not comparable: KeyError: 'instance_inds' (fork.py:13); x|y"
+    table = config_table(records).splitlines()
+    assert table[3] == "| b.py | - | skipped: no `_base_`, `data` or `model`: not a config |"
+    assert table[4] == "| c.py | streaming | not comparable: KeyError: 'instance_inds' (fork.py:13); x\\|y |"

@@ -1,0 +1,69 @@
+"""Which files a sweep runs, and which it skips by rule.
+
+Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, found
+where the checkout's layout puts them (a fork with its sources under ``src/``, the target's
+``overlay_moves``: :func:`overlaytool.tree.layout.configs_dir`); the overlay's own configs are left
+out. A file is skipped by rule, and the row says why, when it is no training config: it assigns
+none of ``_base_``, ``data`` and ``model`` (read without running it), a ``_base_`` it names does not
+exist, or once loaded it lacks ``model`` or ``data.<split>``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from overlaytool.overlay import overlay_files
+from overlaytool.targets import Target
+from overlaytool.tree.layout import configs_dir
+
+
+def upstream_configs(target: Target) -> list[str]:
+    """Every ``*.py`` under the applied checkout's ``projects/configs`` that the overlay did not put
+    there, relative to the checkout (``src/projects/configs/...`` in a fork that moved it)."""
+    checkout = target.checkout
+    ours = set(overlay_files(target.overlay_dir, target.overlay_moves))
+    files = sorted(p.relative_to(checkout).as_posix() for p in configs_dir(target).rglob("*.py"))
+    return [f for f in files if f not in ours]
+
+
+def _assigned(module: ast.Module) -> dict[str, ast.expr]:
+    """Module-level names assigned, with their values."""
+    names: dict[str, ast.expr] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign):
+            names.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            names[node.target.id] = node.value
+    return names
+
+
+def static_skip_reason(path: Path) -> str | None:
+    """Why ``path`` is no training config, read without running it; None: load it (a file that
+    does not parse is loaded too, so that its error becomes a row of its own)."""
+    try:
+        names = _assigned(ast.parse(path.read_bytes(), filename=str(path)))
+    except (SyntaxError, ValueError):
+        return None
+    if not {"_base_", "data", "model"} & names.keys():
+        return "no `_base_`, `data` or `model`: not a config (a Python file beside them)"
+    base = names.get("_base_")
+    entries = base.elts if isinstance(base, ast.List | ast.Tuple) else [base] if base is not None else []
+    for entry in entries:
+        if isinstance(entry, ast.Constant) and isinstance(entry.value, str):
+            resolved = (path.parent / entry.value).resolve()
+            if not resolved.is_file():
+                return f"its `_base_` {entry.value!r} does not exist ({resolved})"
+    return None
+
+
+def loaded_skip_reason(cfg: Any, split: str = "train") -> str | None:
+    """Why a loaded config is no config of ``split``: no ``model``, or no ``data.<split>``."""
+    missing = [key for key in ("model", "data") if key not in cfg]
+    if not missing and split not in cfg["data"]:
+        missing.append(f"data.{split}")
+    if missing:
+        names = " or ".join(f"`{m}`" for m in missing)
+        return f"no {names} once loaded: a base or fragment, not a {split} config"
+    return None

@@ -1,0 +1,9 @@
+"""The tooling tests' small project (tests/tooling) for the hermetic tests of which configs a sweep
+finds in a fork's layout."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tooling"))
