@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,33 @@ def _drop_partial_fetch(mirror: Path, commits: list[str]) -> None:
 
 def _last_line(proc: subprocess.CompletedProcess) -> str:
     return (proc.stderr.strip().splitlines() or ["no output"])[-1]
+
+
+# what git says when the source repository lacks objects its commits need (a damaged clone)
+MISSING_OBJECTS = re.compile(
+    r"unable to read [0-9a-f]{7,}|missing (blob|tree|commit) |bad object |did not send all necessary objects|"
+    r"repository corruption|pack-objects died",
+    re.I,
+)
+
+
+def missing_objects_step(proc: subprocess.CompletedProcess, origin: str) -> str | None:
+    """The next step when the fetch failed because `origin` lacks objects (None: another failure)."""
+    found = MISSING_OBJECTS.search(proc.stderr)
+    if found is None:
+        return None
+    line = next((ln.strip() for ln in proc.stderr.splitlines() if found.group(0) in ln), found.group(0))
+    directory = source_dir(origin)
+    check = (
+        f"check it with `git -C {directory} fsck --connectivity-only` (it names what is missing), then "
+        "repair it (fetch the missing objects into it from where it was cloned, or clone it afresh)"
+        if directory is not None
+        else "the server's repository is damaged"
+    )
+    return (
+        f"{origin} lacks objects its commits need (git: {line}): {check}; or pass `--from` another "
+        "clone or mirror that has the commit."
+    )
 
 
 def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path:
@@ -194,6 +222,9 @@ def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
                 file=sys.stderr,
             )
             return cached.stdout.strip()
+    damaged = missing_objects_step(proc, origin)
+    if damaged is not None:
+        raise OverlayError(f"Could not fetch {ref!r} from {origin}.\nNext: {damaged}")
     raise OverlayError(
         f"Could not fetch {ref!r} from {origin} (git: {_last_line(proc)}).\n"
         "Next: name a branch or tag that exists there (`git ls-remote <source>` lists them), give the "
@@ -283,8 +314,14 @@ def _fetch_failure(
     want: Iterable[str],
     problem: str | None,
 ) -> str:
-    """Say exactly what failed: the pinned commit, another commit (the pin being safe), or a repair."""
+    """Say exactly what failed: the pinned commit, another commit (the pin being safe), or a repair;
+    a source lacking objects gets the check that finds them."""
     git_line = _last_line(proc)
+    damaged = missing_objects_step(proc, origin)
+    if damaged is not None:
+        kept = mirror.exists() and has_commit(mirror, pin.commit)
+        safe = f"The cache ({mirror}) still holds the pinned commit {pin.commit}. " if kept else ""
+        return f"Could not fetch {', '.join(want) or pin.name} from {origin}.\n{safe}Next: {damaged}"
     if problem is not None and mirror.exists():
         return (
             f"Could not repair the damaged mirror of {pin.name} at {mirror} ({problem}) from {origin} "
