@@ -16,8 +16,11 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from overlaytool import OverlayError
+from overlaytool.overlay import overlay_files
 from overlaytool.rebase.references import reference_lines
 from overlaytool.targets import load_targets
+from overlaytool.tree.layout import code_root
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -128,21 +131,27 @@ def _apply(project: Path, cache: Path, converged: bool) -> tuple[bool, str]:
 
 
 def config_files(project: Path) -> list[str]:
-    """Every overlay config, as a path relative to the checkout it is copied into."""
+    """Every overlay config, as a path relative to the checkout it is copied into (where the
+    target's `overlay_moves` put it: `src/projects/configs/...` in a fork that moved its sources)."""
     target = load_targets(project)[0]
     base = target.overlay_dir / "projects" / "configs" if target.overlay_dir else None
     if base is None or not base.is_dir():
         return []
-    return [p.relative_to(target.overlay_dir).as_posix() for p in sorted(base.rglob("*.py"))]
+    placed = overlay_files(target.overlay_dir, target.overlay_moves)
+    return sorted(rel for rel, path in placed.items() if path.suffix == ".py" and path.is_relative_to(base))
 
 
 def _configs(project: Path, settings: VetSettings) -> tuple[bool, str]:
     files = config_files(project)
     if not files:
         return False, "the overlay holds no config under projects/configs"
-    checkout = load_targets(project)[0].checkout
-    env = {"PYTHONPATH": str(checkout)}
-    done = call([str(settings.python), "-c", CONFIG_LOAD, *files], checkout, env, timeout=900)
+    target = load_targets(project)[0]
+    try:
+        root = code_root(target)  # the folder holding projects/ (the fork's layout followed)
+    except OverlayError as exc:
+        return False, str(exc)
+    env = {"PYTHONPATH": str(root)}
+    done = call([str(settings.python), "-c", CONFIG_LOAD, *files], target.checkout, env, timeout=900)
     results = {}
     for line in done.output.splitlines():
         if line.startswith("{"):

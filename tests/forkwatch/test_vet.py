@@ -76,3 +76,17 @@ def test_the_rebase_steps_detail_names_the_stop_and_the_references_from_the_repo
         "overlay/projects/configs/dali/x_dali.py: _base_ '../base.py' → projects/configs/base.py does not "
         "exist; git's candidate at the target: projects/configs/base_renamed.py",
     ]
+
+
+def test_the_config_step_finds_the_overlay_configs_where_overlay_moves_put_them(project: Project) -> None:
+    """A fork with its sources under `src/`: the overlay's configs land in `src/projects/configs`."""
+    from forkwatch.vet import config_files
+    from rebase_scenario import set_target_keys
+
+    configs = project.root / "overlay" / "projects" / "configs" / "dali"
+    configs.mkdir(parents=True)
+    (configs / "r50_dali.py").write_text("use_dali_pipeline = True\n")
+    (configs / "notes.md").write_text("not a config\n")
+    assert config_files(project.root) == ["projects/configs/dali/r50_dali.py"]
+    set_target_keys(project, '[target.overlay_moves]\nprojects = "src/projects"\n')
+    assert config_files(project.root) == ["src/projects/configs/dali/r50_dali.py"]
