@@ -108,6 +108,10 @@ def cmd_rebase(args: argparse.Namespace) -> None:
 
 
 def _rebase(target: Target, targets: list[Target], args: argparse.Namespace) -> None:
+    if args.drop_file and (args.skip or args.abort or args.check or args.ref):
+        raise OverlayError(
+            "--drop-file goes with --continue (or alone): it resolves a missing-at-target stop"
+        )
     if args.abort:
         print(rebase.abort(target))
         return
@@ -121,8 +125,8 @@ def _rebase(target: Target, targets: list[Target], args: argparse.Namespace) -> 
                 f"the series would not carry over to {args.ref} (nothing but its report was written)"
             )
         return
-    if args.resume:
-        lines = rebase.resume(target)
+    if args.resume or args.drop_file:
+        lines = rebase.resume(target, args.drop_file)
     elif args.skip:
         lines = rebase.skip(target)
     elif args.ref:
@@ -204,6 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", metavar="PATH_OR_URL", help="seed the cache from here first")
     p.add_argument("--continue", dest="resume", action="store_true", help="go on after resolving a conflict")
     p.add_argument("--skip", action="store_true", help="drop the stopped patch from the series and go on")
+    p.add_argument(
+        "--drop-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="missing-at-target: drop the part of the stopped patch for PATH (a file the target lacks), "
+        "keep its other files, and go on (repeatable; implies --continue)",
+    )
     p.add_argument("--abort", action="store_true", help="give up and restore the old pin and series")
     p.add_argument("--check", action="store_true", help="dry run: print each patch's status, change nothing")
     p.add_argument(

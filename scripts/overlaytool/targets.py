@@ -34,6 +34,7 @@ class Target:
     overlay_dir: Path | None
     overlay_moves: tuple[tuple[str, str], ...] = ()  # overlay folder → where it lands upstream
     outside: tuple[str, ...] = ()  # folders of the upstream tree left out of the checkout
+    root: Path | None = None  # the project root whose patches/config.toml lists it (its other targets)
 
     @property
     def label(self) -> str:
@@ -92,7 +93,7 @@ def _target(root: Path, config: Path, number: int, entry: object) -> Target:
         )
     folders = tuple(p.strip("/") for p in outside)
     moved = tuple((k.strip("/"), v.strip("/")) for k, v in moves.items())
-    return Target(name, pin, root / pin.checkout, patch_dir, overlay_dir, moved, folders)
+    return Target(name, pin, root / pin.checkout, patch_dir, overlay_dir, moved, folders, root)
 
 
 def _folder(value: object) -> bool:

@@ -18,7 +18,7 @@ from ..export.commit_export import export_commits
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
 from ..overlay import overlay_files
-from ..patchfile import parse_patch
+from ..patchfile import Patch, parse_patch
 from ..scratch import remove_dead_scratch
 from ..series import load_series
 from ..targets import Target
@@ -27,7 +27,7 @@ from ..tree.series_index import build_result
 from .loop import replay_series, series_commits
 from .overlap import OVERLAP, overlap_message, overlaps
 from .references import reference_lines
-from .replay import renames
+from .replay import CONFLICT, MISSING, patch_paths, renames
 from .report import report_paths, status_lines, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, Stop, in_progress
@@ -67,6 +67,7 @@ def dry_run(
             lines = [f"rebase --check {target.label}: {target.pin.commit[:12]} → {new[:12]}"]
             lines += [
                 overlap_message(target, new, found),
+                "overlay references: not checked (the check stops at the overlap, before the replay)",
                 "the series would not carry over: see the choices above",
             ]
             _report(target, state, report, lines, False, overlaps_found=found)
@@ -91,16 +92,21 @@ def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
     git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
     state.renames = renames(checkout, state.old, state.new)
     replay_series(scratch, state, scratch.patch_dir, lambda s: None, go_on=True)
+    left_out = share_files(state, {p.name: p for p in patches})
     lines = [f"rebase --check {scratch.label}: {state.old[:12]} → {state.new[:12]}", *status_lines(state)]
     stop = state.first_stop
-    if stop is not None and stop.references:
-        lines += ["the overlay's references would not resolve:", *reference_lines(stop.references)]
+    if state.references:
+        without = f" (checked without {', '.join(left_out)})" if left_out else ""
+        lines += [f"the overlay's references would not resolve{without}:", *reference_lines(state.references)]
+    if state.unchecked:
+        lines += ["overlay references not checked (built at run time):", *reference_lines(state.unchecked)]
     if stop is not None:
         if state.provisional:
             lines.append(
-                f"statuses marked provisional were computed without {stop.patch or 'the stop'}: the real "
-                "rebase stops there first"
+                f"statuses marked provisional were computed without {', '.join(left_out) or 'the stop'}: "
+                f"the real rebase stops at {stop.patch or 'the overlay'} first"
             )
+            lines += artefact_lines(state)
         return [*lines, "the series would not carry over: resolve or --skip in a real rebase"], False
     stage_dir = state_dir(checkout) / "check-stage"
     stage_dir.mkdir()
@@ -116,6 +122,42 @@ def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
         state.first_stop = Stop(FINISH_CHECK, note=str(exc).splitlines()[0])
         return [*lines, f"the replayed series would not finish: {exc}"], False
     return [*lines, "the series carries over"], True
+
+
+def share_files(state: RebaseState, patches: dict[str, Patch]) -> list[str]:
+    """Fill `state.shared`: per provisional patch, the files (at the target) it shares with the
+    patches the check left out before it; return the patches left out, in order."""
+    renames_ = state.renames or {}
+    left_out: dict[str, set[str]] = {}
+    for name in state.patches:
+        paths = set(patch_paths(patches[name], renames_))
+        if name in state.provisional:
+            state.shared[name] = sorted(paths & set().union(*left_out.values()))
+        if state.statuses.get(name) in (CONFLICT, MISSING):
+            left_out[name] = paths
+    return list(left_out)
+
+
+def artefact_lines(state: RebaseState) -> list[str]:
+    """How many provisional stops may be artefacts of the patches left out (they share files with
+    one), and which share none (they would stop the real rebase too)."""
+    stops = [n for n in state.provisional if state.statuses.get(n) in (CONFLICT, MISSING)]
+    sharing = [n for n in stops if state.shared.get(n)]
+    lines = []
+    if stops:
+        text = f"{len(sharing)} of {len(stops)} provisional stop(s) may be artefacts of the patches left out"
+        text += f" ({', '.join(sharing)}: they share files with one)" if sharing else ""
+        independent = [n for n in stops if n not in sharing]
+        if independent:
+            text += f"; {', '.join(independent)} share(s) none and would stop the real rebase too"
+        lines.append(text)
+    moved = [n for n in state.provisional if n not in stops and state.shared.get(n)]
+    if moved:
+        lines.append(
+            f"{len(moved)} other provisional status(es) share files with a patch left out and may differ in "
+            f"the real rebase: {', '.join(moved)}"
+        )
+    return lines
 
 
 def _report(

@@ -11,6 +11,7 @@ from ..faults import kill_point
 from ..fetch import drop_keep_ref
 from ..gitcmd import git, git_out
 from ..overlay import overlay_files
+from ..patchfile import parse_patch
 from ..series import load_series
 from ..targets import Target
 from ..tree.apply import apply_target
@@ -30,8 +31,8 @@ from .finish import (
 )
 from .loop import replay_series, series_commits
 from .overlap import refuse_overlaps
-from .references import OVERLAY_REFERENCE, unresolved_references
-from .replay import commit_resolution, renames, stage_resolution
+from .references import OVERLAY_REFERENCE, reference_lines, unresolved_references
+from .replay import MISSING, commit_resolution, patch_paths, renames, stage_resolution
 from .report import remove_report, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, in_progress, load_state, save_state, state_path
@@ -99,13 +100,17 @@ def proceed(target: Target, state: RebaseState) -> list[str]:
     return finish(target, state)
 
 
-def resume(target: Target) -> list[str]:
-    """`--continue`: commit the resolved patch (or re-check the overlay, or retry the finish) and go on."""
+def resume(target: Target, drop: list[str] | None = None) -> list[str]:
+    """`--continue`: commit the resolved patch (or re-check the overlay, or retry the finish) and go on.
+    `drop` (`--drop-file`): files missing at the target whose part of the stopped patch is dropped."""
     state = load_state(target)
     if state.renames is None:
         raise OverlayError(
             "The rebase was interrupted while it started: `nox -s rebase -- --abort`, then again."
         )
+    if drop:
+        _drop_files(state, drop)
+        save_state(target, state)
     checkout = target.checkout
     with checkout_lock(checkout, "rebase"):
         stop = state.stop
@@ -122,7 +127,7 @@ def resume(target: Target) -> list[str]:
             name = state.stopped_patch
             if head == state.head:  # else a --continue was killed after committing the resolution
                 try:
-                    stage_resolution(checkout, stop)
+                    stage_resolution(checkout, stop, state.dropped.get(name, []))
                     if git("diff", "--cached", "--quiet", "HEAD", cwd=checkout, check=False).returncode == 0:
                         raise OverlayError(
                             f"The resolution of {name} changes nothing. If upstream already has the change, "
@@ -137,6 +142,24 @@ def resume(target: Target) -> list[str]:
             state.next += 1
             save_state(target, state)
         return proceed(target, state)
+
+
+def _drop_files(state: RebaseState, drop: list[str]) -> None:
+    """Record `--drop-file` paths: files the stopped patch modifies that the target lacks."""
+    stop = state.stop
+    if stop is None or stop.kind != MISSING:
+        raise OverlayError(
+            "--drop-file drops the part of a patch stopped as missing-at-target whose file the target "
+            "lacks; no such patch is stopped."
+        )
+    unknown = [p for p in drop if p not in stop.missing]
+    if unknown:
+        raise OverlayError(
+            f"--drop-file {unknown[0]}: not a file of {state.stopped_patch} missing at the target "
+            f"(those are: {', '.join(stop.missing)})."
+        )
+    name = state.stopped_patch
+    state.dropped[name] = sorted({*state.dropped.get(name, []), *drop})
 
 
 def skip(target: Target) -> list[str]:
@@ -200,6 +223,26 @@ def _cleanup(target: Target) -> None:
     discard(target)
 
 
+def _skip_warnings(target: Target, state: RebaseState, tip: str) -> list[str]:
+    """A warning per skipped patch that also changed files the target still has: --skip dropped
+    those changes too (a fork deleting one file of a multi-file patch)."""
+    tree = set(git("ls-tree", "-r", "--name-only", "-z", tip, cwd=target.checkout).stdout.split("\0"))
+    out = []
+    for name in state.patches:
+        if state.statuses.get(name) != SKIPPED:
+            continue
+        paths = patch_paths(parse_patch(old_patch_dir(target) / name), state.renames or {})
+        kept = [p for p in paths if p in tree]
+        if kept:
+            out.append(
+                f"warning: --skip dropped {name} whole, and with it its change to {', '.join(kept)}, which "
+                "the target still has. If that change is still needed, carry it again (`nox -s edit`, then "
+                "a commit); to keep such hunks, drop just the missing file's part with --drop-file instead "
+                "of --skip."
+            )
+    return out
+
+
 def finish(target: Target, state: RebaseState) -> list[str]:
     """Stage and check the new series, then write it and the pin, re-apply, print the range-diff."""
     checkout = target.checkout
@@ -213,6 +256,7 @@ def finish(target: Target, state: RebaseState) -> list[str]:
         save_state(target, state)
     date = git_out("log", "-1", "--format=%cd", "--date=short", state.new, cwd=checkout)
     new_pin = replace(old_pin(target), commit=state.new, date=date, source=state.source)
+    state.warnings = list(dict.fromkeys([*state.warnings, *_skip_warnings(target, state, tip)]))
     try:
         staged = stage(target, new_pin)
         check_staged(staged, state.renames or {})
@@ -236,5 +280,13 @@ def finish(target: Target, state: RebaseState) -> list[str]:
     skipped = [name for name in state.patches if state.statuses.get(name) == SKIPPED]
     if skipped:
         lines.append(f"dropped from the series (--skip): {', '.join(skipped)}")
+    lines += [
+        f"dropped from {name} (--drop-file): {', '.join(files)}" for name, files in state.dropped.items()
+    ]
     lines += state.warnings
+    if state.unchecked:
+        lines += [
+            "warning: overlay references not checked (built at run time):",
+            *reference_lines(state.unchecked),
+        ]
     return [*lines, "range-diff of the old and new series:", range_diff.rstrip() or "  (identical)"]

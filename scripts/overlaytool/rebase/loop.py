@@ -10,7 +10,7 @@ from pathlib import Path
 from ..gitcmd import TOOL_IDENTITY, git, git_out
 from ..patchfile import Patch, parse_patch
 from ..targets import Target
-from .references import OVERLAY_REFERENCE, unresolved_references
+from .references import OVERLAY_REFERENCE, unchecked_references, unresolved_references
 from .replay import CONFLICT, MISSING, replay
 from .state import RebaseState, Stop
 
@@ -31,10 +31,12 @@ def replay_series(
     go_on: bool = False,
 ) -> Stop | None:
     """Replay the patches from `state.next` onto the checkout's HEAD, then check the overlay's
-    references; return the stop (saved in `state.stop`), or None when the series is through.
+    references (`state.references`; those built at run time: `state.unchecked`); return the stop
+    (saved in `state.stop`), or None when the series is through.
 
     `go_on` (`--check`): a stopped patch is recorded as `state.first_stop`, left out, and the
-    statuses after it are marked provisional (the real run stops there)."""
+    statuses after it are marked provisional (the real run stops there); the references are
+    checked all the same, without the patches left out."""
     checkout = target.checkout
     assert state.renames is not None
     while state.next < len(state.patches):
@@ -59,6 +61,8 @@ def replay_series(
         state.next += 1
         save(state)
     references = unresolved_references(target, checkout, state.new, state.renames)
+    state.references, state.unchecked = references, unchecked_references(target)
+    save(state)
     if not references:
         return None
     stop = Stop(OVERLAY_REFERENCE, sorted({r["file"] for r in references}), references=references)

@@ -4,8 +4,12 @@ Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv
 a module a patched file imports from its own folder that the overlay provides (`tools/train.py`
 imports `slurm_env`, the overlay's `tools/slurm_env.py`); and a quoted path a patch adds that names
 an overlay file. Each must resolve to a file of the tree or of the overlay where it lands (after
-the target's `overlay_moves`). An unresolved one names the file, what it names, the path expected,
-and git's rename candidate at the target (or where the overlay puts the module).
+the target's `overlay_moves`); a `_base_` that leads into another target's checkout (the nested
+mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that target's pinned
+tree or overlay. An unresolved one names the file, what it names, the path expected, and git's
+rename candidate at the target (or where the overlay puts the module). A `_base_` built at run
+time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked statically: it is listed
+apart as unchecked (`unchecked_references`), never taken as resolved.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import posixpath
 import re
 from pathlib import Path
 
-from ..gitcmd import git
+from ..cache import mirror_path
+from ..gitcmd import git, has_commit
 from ..overlay import overlay_files, place
-from ..targets import Target
+from ..targets import Target, load_targets
 
 OVERLAY_REFERENCE = "overlay-reference"
 QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
@@ -30,7 +35,7 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     raw = overlay_files(target.overlay_dir)
     placed = {place(rel, target.overlay_moves): rel for rel in raw}
     exists = tree | set(placed)
-    found = [*_bases(raw, placed, exists, renames)]
+    found = [*_bases(raw, placed, exists, renames, nested_trees(target))]
     changed = git("diff", "--name-only", "-z", base, "HEAD", cwd=checkout).stdout.split("\0")
     patched = sorted(p for p in changed if p.endswith(".py") and p in tree)
     found += _imports(checkout, patched, raw, target, exists, renames)
@@ -38,8 +43,55 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     return found
 
 
+def unchecked_references(target: Target) -> list[dict]:
+    """The overlay configs' `_base_` entries built at run time: what the static check cannot follow."""
+    out = []
+    for rel, path in sorted(overlay_files(target.overlay_dir).items()):
+        module = _parsed(path)
+        if module is not None:
+            _, built = _base_entries(module)
+            out += [_ref(f"overlay/{rel}", "_base_", name, None, None, RUN_TIME) for name in built]
+    return out
+
+
+RUN_TIME = "built at run time: not checked (mmcv resolves it when the config loads)"
+
+
+def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:
+    """The other targets checked out inside this one's checkout: folder (relative to the checkout)
+    → (their label, the files of their pinned tree and overlay; None when the cache lacks the pin)."""
+    if target.root is None:
+        return {}
+    targets = load_targets(target.root)
+    real = next((t for t in targets if t.name == target.name), target)  # this target in the project
+    out: dict[str, tuple[str, set[str] | None]] = {}
+    for other in targets:
+        if other.name == target.name or not other.checkout.is_relative_to(real.checkout):
+            continue
+        mirror, files = mirror_path(other.pin), None
+        if mirror.is_dir() and has_commit(mirror, other.pin.commit):
+            listing = git("ls-tree", "-r", "--name-only", "-z", other.pin.commit, cwd=mirror).stdout
+            files = {p for p in listing.split("\0") if p}
+            files |= {place(rel, other.overlay_moves) for rel in overlay_files(other.overlay_dir)}
+        out[other.checkout.relative_to(real.checkout).as_posix()] = (other.label, files)
+    return out
+
+
+def _parsed(path: Path) -> ast.Module | None:
+    if path.suffix != ".py":
+        return None
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _bases(
-    raw: dict[str, Path], placed: dict[str, str], exists: set[str], renames: dict[str, str]
+    raw: dict[str, Path],
+    placed: dict[str, str],
+    exists: set[str],
+    renames: dict[str, str],
+    nested: dict[str, tuple[str, set[str] | None]],
 ) -> list[dict]:
     out = []
     for dest, rel in sorted(placed.items()):
@@ -50,24 +102,41 @@ def _bases(
         except (SyntaxError, ValueError) as exc:
             out.append(_ref(f"overlay/{rel}", "syntax", "", None, None, f"does not parse: {exc}"))
             continue
-        for name in _base_entries(module):
+        names, _ = _base_entries(module)
+        for name in names:
             expected = posixpath.normpath(posixpath.join(posixpath.dirname(dest), name))
-            if expected not in exists:
+            inside = next(((f, t) for f, t in nested.items() if expected.startswith(f + "/")), None)
+            if inside is not None:
+                folder, (label, files) = inside
+                if files is None:
+                    note = f"the cache lacks {label}'s pin to look in (`nox -s fetch`)"
+                    out.append(_ref(f"overlay/{rel}", "_base_", name, expected, None, note))
+                elif expected[len(folder) + 1 :] not in files:
+                    note = f"not a file of {label}'s pinned tree (the checkout at {folder}/)"
+                    out.append(_ref(f"overlay/{rel}", "_base_", name, expected, None, note))
+            elif expected.startswith("../"):
+                out.append(_ref(f"overlay/{rel}", "_base_", name, expected, None, "outside the checkout"))
+            elif expected not in exists:
                 candidate = renames.get(expected)
                 out.append(_ref(f"overlay/{rel}", "_base_", name, expected, candidate))
     return out
 
 
-def _base_entries(module: ast.Module) -> list[str]:
-    """The strings of a module-level `_base_ = "..."` or `_base_ = [...]`."""
-    names = []
+def _base_entries(module: ast.Module) -> tuple[list[str], list[str]]:
+    """The strings of a module-level `_base_ = "..."` or `_base_ = [...]`, and the entries built at
+    run time (any other expression), as source text."""
+    names, built = [], []
     for node in module.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "_base_" for t in node.targets
         ):
             values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-            names += [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
-    return names
+            for v in values:
+                if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    names.append(v.value)
+                else:
+                    built.append(ast.unparse(v))
+    return names, built
 
 
 def _imports(
@@ -143,13 +212,16 @@ def _ref(
 
 
 def reference_lines(references: list[dict]) -> list[str]:
-    """One line per unresolved reference."""
+    """One line per unresolved (or unchecked) reference."""
     lines = []
     for r in references:
         if r["kind"] == "syntax":
             lines.append(f"  {r['file']}: {r['note']}")
             continue
-        if r["kind"] != "_base_":
+        if r["expected"] is None:  # unchecked: built at run time
+            lines.append(f"  {r['file']}: {r['kind']} {r['names']} {r['note']}")
+            continue
+        if r["kind"] != "_base_" or r["note"]:
             why = r["note"]
         elif r["candidate"]:
             why = f"git's candidate at the target: {r['candidate']}"

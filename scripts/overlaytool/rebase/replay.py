@@ -150,13 +150,15 @@ def markers(checkout: Path, rels: list[str]) -> list[str]:
     return found
 
 
-def stage_resolution(checkout: Path, stop: Stop) -> list[str]:
+def stage_resolution(checkout: Path, stop: Stop, dropped: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Stage the user's resolution of a stopped patch; return the staged paths.
 
     Only the patch's own paths (after renames) and the unmerged paths are staged — for a
     missing-at-target stop also the tracked files the user changed to carry the change; untracked
-    files never. Refuses (naming files and lines) while a marker remains, a file missing at the
-    target was re-created, or a tracked file outside the patch changed."""
+    files never. A missing file in `dropped` (`--drop-file`) needs no carrying: its part of the
+    patch is dropped, the rest kept. Refuses (naming files and lines) while a marker remains, a file
+    missing at the target was re-created, the change of a missing file is carried nowhere, or a
+    tracked file outside the patch changed."""
     own, conflicted, changed = set(stop.paths), set(unmerged(checkout)), set(changed_tracked(checkout))
     recreated = [m for m in stop.missing if current(checkout, m) is not None]
     if recreated:
@@ -165,10 +167,13 @@ def stage_resolution(checkout: Path, stop: Stop) -> list[str]:
             "resolution re-creates it. Put the change into the file upstream moved it to (see the "
             "report's candidates), delete the re-created file, then --continue; or --skip the patch."
         )
-    if stop.missing and not changed - own:
+    carried = [m for m in stop.missing if m not in dropped]
+    if carried and not changed - own:
+        drop = " ".join(f"--drop-file {m}" for m in carried)
         raise OverlayError(
-            f"The change to {', '.join(stop.missing)} is not applied anywhere yet: apply its hunks "
-            "(in the report) to the file upstream moved it to, then --continue; or --skip the patch."
+            f"The change to {', '.join(carried)} is not applied anywhere yet: apply its hunks (in the "
+            f"report) to the file upstream moved it to, then --continue; or drop just its part "
+            f"(`nox -s rebase -- {drop}`: the patch keeps its other files); or --skip the whole patch."
         )
     stage = own | conflicted | (changed if stop.missing else set())
     outside = sorted(changed - stage)

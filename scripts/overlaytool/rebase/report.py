@@ -16,19 +16,44 @@ from .references import OVERLAY_REFERENCE, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, unmerged
 from .state import FORMAT, RebaseState, Stop
 
+MERGED = "merged"  # a file of a stopped patch that git merged cleanly: nothing to resolve there
 WHAT_TO_DO = {
     "conflict": "Resolve the conflict markers in the checkout, then `nox -s rebase -- --continue`; "
     "or `--skip` to drop the patch from the series; or `--abort` to go back to the old pin.",
-    MISSING: "The target has no such file: upstream deleted it, or moved and rewrote it beyond rename "
-    f"detection ({RENAME_THRESHOLD} % similarity). Apply the hunks to the file that now holds that code "
-    "(git's best matches are the candidates listed above), then `nox -s rebase -- --continue`; or "
-    "`--skip` to drop the patch from the series; or `--abort`.",
+    MERGED: "Merged cleanly: nothing to resolve in this file; its change stays with the patch.",
     OVERLAY_REFERENCE: "The overlay names files of upstream that the new commit does not have. Where "
     "upstream moved a whole folder, place the overlay there with `overlay_moves` in the target's "
     "[[target]] of "
     "patches/config.toml (suggested above); else edit the overlay file. Then `nox -s rebase -- --continue`; "
     "or `--abort`.",
 }
+
+
+SECTION = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}
+
+
+def missing_what_to_do(rel: str, candidates: list[dict], others: list[str]) -> str:
+    """What to do with a file a stopped patch modifies that the target lacks: where git's
+    candidates exist, carry the change there; the part of this file alone can be dropped
+    (`--drop-file`) when the patch changes `others` too; `--skip` drops the whole patch."""
+    drop = (
+        f"drop just this file's part with `nox -s rebase -- --drop-file {rel}` (the patch keeps its "
+        f"change to {', '.join(others)}); or `--skip` to drop the whole patch, {', '.join(others)} included"
+        if others
+        else "`--skip` to drop the patch from the series"
+    )
+    if candidates:
+        return (
+            "The target has no such file: upstream deleted it, or moved and rewrote it beyond rename "
+            f"detection ({RENAME_THRESHOLD} % similarity). Apply the hunks to the file that now holds that "
+            "code (git's best matches are the candidates listed above), then `nox -s rebase -- --continue`; "
+            f"or {drop}; or `--abort`."
+        )
+    return (
+        "No file of the target resembles it: upstream deleted it. Either "
+        f"{drop}; or, if its code lives on in a file git cannot match, apply the hunks there and "
+        "`nox -s rebase -- --continue`; or `--abort`."
+    )
 
 
 def report_paths(checkout: Path) -> tuple[Path, Path]:
@@ -44,14 +69,23 @@ def remove_report(checkout: Path) -> None:
 
 def status_of(state: RebaseState, name: str) -> str:
     """`merged-3way (a.py → src/a.py)`: a patch's status with the files upstream moved; a status
-    computed past a stop (`--check`) says `[provisional]`."""
+    computed past a stop (`--check`) says `[provisional]`, and whether it shares files with a patch
+    left out before it (then it may be an artefact of leaving that patch out) or none."""
     status = state.statuses.get(name, "pending")
     moves = state.moves.get(name)
     text = f"{status} ({', '.join(moves)})" if moves else status
-    return (
-        f"{text} [provisional: after the stop at {state.first_stop.patch or 'the overlay'}]"
-        if (name in state.provisional and state.first_stop is not None)
-        else text
+    if name in state.dropped:
+        text += f" (dropped the part of {', '.join(state.dropped[name])})"
+    if name not in state.provisional or state.first_stop is None:
+        return text
+    text += f" [provisional: after the stop at {state.first_stop.patch or 'the overlay'}]"
+    if name not in state.shared:
+        return text
+    shared = state.shared[name]
+    return text + (
+        f" (may be an artefact: shares {', '.join(shared)} with a patch left out)"
+        if shared
+        else " (independent: shares no file with a patch left out)"
     )
 
 
@@ -106,13 +140,16 @@ def _similarity(checkout: Path, a: str, b: str) -> int | None:
 
 
 def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: list[str]) -> list[dict]:
-    """Per file of a stopped patch: kind, hunks, conflicting blocks, rename candidates, upstream commits."""
+    """Per file of a stopped patch: kind (`conflict` where git left conflict stages or markers,
+    `merged` where it merged cleanly, `missing-at-target`), hunks, conflicting blocks, rename
+    candidates, upstream commits and what to do."""
     moved: dict[str, str] = state.renames or {}
     old, new = state.old, state.new
-    files = unmerged(checkout) or [p for p in patch_paths(patch, moved) if p not in missing]
+    conflicted = set(unmerged(checkout))
+    present = [p for p in patch_paths(patch, moved) if p not in missing and (checkout / p).exists()]
+    files = sorted(conflicted) + [p for p in present if p not in conflicted]
     details = []
     for rel in [*files, *missing]:
-        kind = MISSING if rel in missing else "conflict"
         sources = {p for p, q in moved.items() if q == rel} | {rel}
         fps = [fp for fp in patch.files if {fp.old_path, fp.new_path} & sources]
         text = (
@@ -121,6 +158,7 @@ def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: 
             else ""
         )
         blocks = re.findall(r"(?ms)^<<<<<<< .*?^>>>>>>> [^\n]*$", text)
+        kind = MISSING if rel in missing else "conflict" if rel in conflicted or blocks else MERGED
         candidates = rename_candidates(checkout, old, new, rel) if kind == MISSING else []
         paths = sorted(sources | {c["path"] for c in candidates})
         log = git(
@@ -133,6 +171,8 @@ def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: 
             cwd=checkout,
             check=False,
         )
+        others = [f for f in files if f != rel]
+        what = missing_what_to_do(rel, candidates, others) if kind == MISSING else WHAT_TO_DO[kind]
         detail = {
             "file": rel,
             "kind": kind,
@@ -141,7 +181,7 @@ def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: 
             "hunk_text": "\n".join(_hunk_text(patch, fp.old_path or fp.path) for fp in fps),
             "conflicts": blocks,
             "upstream_commits": log.stdout.splitlines(),
-            "what_to_do": WHAT_TO_DO[kind],
+            "what_to_do": what,
         }
         if kind == MISSING:
             detail["candidates"] = candidates
@@ -179,12 +219,16 @@ def report_data(
             "status": state.statuses.get(name),
             "moves": state.moves.get(name, []),
             "provisional": name in state.provisional,
+            "shares_with_left_out": state.shared.get(name, []),
+            "may_be_artefact": bool(state.shared.get(name)),
+            "dropped_files": state.dropped.get(name, []),
         }
         for name in state.patches
     ]
     data = state.to_json()
-    data.pop("given_source")
-    data.pop("first_stop")
+    for key in ("given_source", "first_stop", "references", "unchecked", "shared"):
+        data.pop(key)
+    references = state.references if state.references is not None else first.references if first else []
     return {
         **data,
         "format": FORMAT,
@@ -197,7 +241,9 @@ def report_data(
         "patch_entries": entries,
         "would_stop": _stop_entry(first),
         "overlaps": overlaps or [],
-        "overlay_references": first.references if first is not None else [],
+        "overlay_references": references,
+        "overlay_references_checked": state.references is not None or bool(first and first.references),
+        "unchecked_references": state.unchecked,
         "conflict_details": details,
         "resolved": bool(done),
         "outcome": done,
@@ -235,9 +281,15 @@ def write_report(
     for i, name in enumerate(state.patches, 1):
         lines.append(f"| {i} | {name} | {status_of(state, name)} |")
     first = state.stop or state.first_stop
-    if first is not None and first.kind == OVERLAY_REFERENCE:
-        lines += ["", "## Overlay references that do not resolve", "", *reference_lines(first.references)]
-        moves = suggested_moves(first.references)
+    references = (
+        first.references if first is not None and first.kind == OVERLAY_REFERENCE else state.references
+    )
+    if references:
+        after = (
+            "" if first is None or first.kind == OVERLAY_REFERENCE else " (checked without the stopped patch)"
+        )
+        lines += ["", f"## Overlay references that do not resolve{after}", "", *reference_lines(references)]
+        moves = suggested_moves(references)
         if moves:
             lines += [
                 "",
@@ -246,8 +298,19 @@ def write_report(
                 *[f"- `{m}`" for m in moves],
             ]
         lines += ["", f"What to do: {WHAT_TO_DO[OVERLAY_REFERENCE]}"]
+    elif references is None and not done:
+        lines += ["", "Overlay references: not checked (the run stopped before the replay reached them)."]
+    if state.unchecked:
+        lines += [
+            "",
+            "## Overlay references not checked (built at run time)",
+            "",
+            *reference_lines(state.unchecked),
+        ]
     for d in details:
-        title = "File missing at the target" if d["kind"] == MISSING else "Conflict in"
+        title = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}.get(
+            d["kind"], "Conflict in"
+        )
         lines += ["", f"## {title} `{d['file']}` ({stop.patch})", ""]
         if d["was"]:
             lines += [f"Moved by upstream: {', '.join(d['was'])} → {d['file']}", ""]
@@ -288,7 +351,8 @@ def stop_message(state: RebaseState, details: list[dict], report: Path) -> str:
                 best = ", ".join(f"{c['path']} {c['similarity']} %" for c in d["candidates"]) or "none"
                 lines.append(f"  {d['file']}: missing at the target; git's best candidates: {best}")
             else:
-                lines.append(f"  {d['file']}{was}: conflict")
+                lines.append(f"  {d['file']}{was}: {'merged cleanly' if d['kind'] == MERGED else 'conflict'}")
     lines += ["Statuses so far:", *status_lines(state), f"Report: {report}"]
-    lines.append(f"Next: {WHAT_TO_DO[stop.kind]}")
+    steps = [d["what_to_do"] for d in details if d["kind"] == stop.kind] or [WHAT_TO_DO.get(stop.kind, "")]
+    lines += [f"Next: {step}" for step in dict.fromkeys(steps)]
     return "\n".join(lines)

@@ -53,6 +53,11 @@ class RebaseState:
     warnings: list[str] = field(default_factory=list)
     provisional: list[str] = field(default_factory=list)  # statuses computed past a stop (--check)
     first_stop: Stop | None = None  # the first stop a --check went past
+    references: list[dict] | None = None  # overlay references that do not resolve (None: not checked)
+    unchecked: list[dict] = field(default_factory=list)  # overlay references built at run time
+    # --check: provisional patch → the files it shares with a patch left out before it (none: independent)
+    shared: dict[str, list[str]] = field(default_factory=dict)
+    dropped: dict[str, list[str]] = field(default_factory=dict)  # patch → files --drop-file dropped
 
     @property
     def stopped_patch(self) -> str:

@@ -1,0 +1,85 @@
+"""A multi-file patch whose one file the fork deleted: the report calls the cleanly merged file
+merged (not a conflict) and sends the user to no candidate that does not exist; `--drop-file` drops
+just the deleted file's part and keeps the hunks that applied; a `--skip` of such a patch warns at
+the finish that its change to a file the target still has went with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, patched
+
+FILE = "".join(f"row {i}\n" for i in range(1, 13))
+GONE = "projects/apis/gpu_only.py"
+BASE = {"tools/train.py": TRAIN_PY, GONE: FILE}
+CPU_TRAIN = patched(TRAIN_PY, 10, "device = 'cpu'")
+
+
+@pytest.fixture
+def deleted(project: Project, tmp_path: Path) -> Project:
+    """The pin has tools/train.py and projects/apis/gpu_only.py; one patch changes both (it makes CPU
+    training work); the fork deletes gpu_only.py."""
+    project.pin = commit_files(project.upstream, BASE, "two files")
+    toml = project.root / "upstream" / "streampetr.toml"
+    toml.write_text(toml.read_text().replace(project.history[0], project.pin))
+    new = {"tools/train.py": CPU_TRAIN, GONE: patched(FILE, 4, "if cuda_available():")}
+    project.add_patch("train-on-the-cpu.patch", make_patch(tmp_path, BASE, new, "Train on the CPU"))
+    assert project.run("apply") == 0
+    git(project.upstream, "rm", "-q", GONE)
+    git(project.upstream, "commit", "-q", "-m", "Drop the GPU-only helper")
+    return project
+
+
+def test_the_report_calls_merged_files_merged_and_names_no_missing_candidate(
+    deleted: Project, capsys
+) -> None:
+    assert deleted.run("rebase", "main") == 1
+    err = capsys.readouterr().err
+    assert "  tools/train.py: merged cleanly" in err and "tools/train.py: conflict" not in err
+    assert f"  {GONE}: missing at the target; git's best candidates: none" in err
+    next_step = err[err.index("Next: ") :]
+    assert "candidates listed above" not in next_step and "upstream deleted it" in next_step
+    assert (
+        f"`nox -s rebase -- --drop-file {GONE}` (the patch keeps its change to tools/train.py)" in next_step
+    )
+    report = json.loads((deleted.root / "upstream" / "rebase-report.json").read_text())
+    assert [(d["file"], d["kind"]) for d in report["conflict_details"]] == [
+        ("tools/train.py", "merged"), (GONE, "missing-at-target"),
+    ]  # fmt: skip
+    markdown = (deleted.root / "upstream" / "rebase-report.md").read_text()
+    assert "## Merged cleanly `tools/train.py`" in markdown and "## Conflict in" not in markdown
+    assert "resolve the conflict markers" not in markdown.lower()
+
+
+def test_drop_file_keeps_the_hunks_that_applied(deleted: Project, capsys) -> None:
+    assert deleted.run("rebase", "main") == 1
+    assert deleted.run("rebase", "--continue") == 1
+    err = capsys.readouterr().err
+    assert f"The change to {GONE} is not applied anywhere yet" in err and f"--drop-file {GONE}" in err
+    assert deleted.run("rebase", "--drop-file", "tools/train.py") == 1
+    assert f"not a file of train-on-the-cpu.patch missing at the target (those are: {GONE})" in (
+        capsys.readouterr().err
+    )
+    assert deleted.run("rebase", "--continue", "--drop-file", GONE) == 0
+    out = capsys.readouterr().out
+    assert f"train-on-the-cpu.patch: missing-at-target (resolved) (dropped the part of {GONE})" in out
+    assert f"dropped from train-on-the-cpu.patch (--drop-file): {GONE}" in out
+    text = (deleted.patch_dir / "train-on-the-cpu.patch").read_text()
+    assert [ln for ln in text.splitlines() if ln.startswith("diff --git")] == [
+        "diff --git a/tools/train.py b/tools/train.py"
+    ]
+    assert (deleted.checkout / "tools" / "train.py").read_text() == CPU_TRAIN
+    assert not (deleted.checkout / GONE).exists()
+
+
+def test_a_skip_warns_that_the_change_to_a_file_still_there_went_with_it(deleted: Project, capsys) -> None:
+    assert deleted.run("rebase", "main") == 1
+    assert deleted.run("rebase", "--skip") == 0
+    out = capsys.readouterr().out
+    assert (
+        "warning: --skip dropped train-on-the-cpu.patch whole, and with it its change to tools/train.py, "
+        "which the target still has" in out
+    )
+    assert (deleted.checkout / "tools" / "train.py").read_text() == TRAIN_PY
