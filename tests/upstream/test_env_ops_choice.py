@@ -33,7 +33,13 @@ def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
 
 def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(tmp_path: Path) -> None:
     env = _built_env(tmp_path, True)
-    assert read_stamp(env) == {"digest": digest(True), "cuda": True, "full_ops": False}
+    stamp = read_stamp(env)
+    assert stamp is not None and stamp["digest"] == digest(True)
+    assert (stamp["cuda"], stamp["full_ops"], stamp["arch_list"]) == (
+        True,
+        False,
+        ["8.0", "8.6", "8.9", "9.0"],
+    )
     assert is_current(env) and is_current(env, True)
     assert not is_current(env, False), "--no-cuda after --cuda rebuilds"
     cpu = _built_env(tmp_path / "cpu", None)
@@ -52,11 +58,11 @@ def _record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
     """Replace the install steps with a recorder that writes the stamp as a real build does."""
     builds: list[bool | None] = []
 
-    def fake_build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
-        builds.append(cuda)
+    def fake_build(env: Path, python: Path, choices: builder.Choices) -> Path:
+        builds.append(choices.cuda)
         (env / "bin").mkdir(parents=True, exist_ok=True)
         python.write_text("")
-        builder._write_stamp(env, cuda)
+        builder._write_stamp(env, choices)
         return python
 
     monkeypatch.setattr(builder, "_build", fake_build)
