@@ -337,11 +337,13 @@ def main(argv: Iterable[str] | None = None) -> int:
         "--check", action="store_true", help="exit 1 naming each op a config reaches outside the CUDA set"
     )
     args = ap.parse_args(None if argv is None else list(argv))
-    _load_checkout(args.checkout)
+    with contextlib.redirect_stdout(sys.stderr):
+        _load_checkout(args.checkout)
     configs = args.configs or supported_configs(args.checkout)
     out, bad = {}, 0
     for config in configs:
-        out[str(config)] = reach = reach_config(config)
+        with contextlib.redirect_stdout(sys.stderr):  # what the plugin prints on import or build
+            out[str(config)] = reach = reach_config(config)
         print(f"{config}: {', '.join(sorted(reach)) or '-'}", file=sys.stderr, flush=True)
         for name, path in outside_the_set(reach).items() if args.check else ():
             bad += 1
