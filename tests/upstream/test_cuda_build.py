@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from build_recorder import record_builds
 from upstream_env import EnvBuildError, cuda_toolkit, mmcv_wheel, op_set
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
@@ -238,24 +239,10 @@ def test_a_cached_cuda_wheel_whose_facts_disagree_with_its_folder_is_refused(tmp
     assert want["compiled_ops"] == list(op_set.kept_names(cuda=True))
 
 
-def _record_builds(monkeypatch: pytest.MonkeyPatch) -> list[Choices]:
-    builds: list[Choices] = []
-
-    def fake_build(env: Path, python: Path, choices: Choices) -> Path:
-        builds.append(choices)
-        (env / "bin").mkdir(parents=True, exist_ok=True)
-        python.write_text("")
-        builder._write_stamp(env, choices)
-        return python
-
-    monkeypatch.setattr(builder, "_build", fake_build)
-    return builds
-
-
 def test_the_arch_list_and_toolkit_persist_like_the_other_ops_choices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builds = _record_builds(monkeypatch)
+    builds = record_builds(monkeypatch)
     env = str(tmp_path / "env")
     assert cli.main(["build", "--env", env, "--cuda", "--cuda-arch", "9.0", "--toolkit", "index"]) == 0
     assert cli.main(["build", "--env", env]) == 0, "train_dali after it: the same env, nothing rebuilt"
@@ -305,3 +292,28 @@ def test_the_toolkit_lock_is_hash_locked_at_torchs_cuda_toolkit_pin() -> None:
     env = (lock.parents[1] / "constraints" / "upstream.txt").read_text()
     assert "nvidia-cuda-runtime==13.0.96" in env and "nvidia-cuda-runtime==13.0.96 " in lock.read_text()
     assert "cuda-toolkit==13.0.3.0" in env, "the torch pin whose [nvcc,cccl] extras the lock follows"
+
+
+def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_path: Path) -> None:
+    """`--torch-from`: this interpreter stands for the node's python (its torch is a CPU build here)."""
+    import subprocess
+    import sys
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
+    python = env / "bin" / "python"
+    log = Log()
+    constraints, requirements = builder._node_torch(env, python, Path(sys.executable), log)
+    import torch
+
+    where = subprocess.run(
+        [python, "-c", "import torch; print(torch.__file__, torch.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert where == [torch.__file__, torch.__version__], "the env imports the node's torch"
+    assert "torch==" not in constraints.read_text() and "nvidia-cublas" not in constraints.read_text()
+    assert "torchvision==" not in requirements.read_text() and "mmcv-full==1.6.0" in requirements.read_text()
+    ((cmd, _),) = log.commands  # this torch has no torchvision beside it: the matching series, no deps
+    assert cmd[-2:] == ["--no-deps", f"torchvision=={torchvision_for(torch.__version__)}"]

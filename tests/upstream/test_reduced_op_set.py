@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from build_recorder import record_builds
 from upstream_env import EnvBuildError, op_set
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
@@ -157,25 +158,16 @@ def test_digest_follows_the_op_set_but_not_the_progress_code() -> None:
 def test_full_ops_is_kept_by_later_builds_like_the_cuda_choice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builds: list[tuple[bool | None, bool]] = []
-
-    def fake_build(env: Path, python: Path, choices: builder.Choices) -> Path:
-        builds.append((choices.cuda, choices.full_ops))
-        (env / "bin").mkdir(parents=True, exist_ok=True)
-        python.write_text("")
-        builder._write_stamp(env, choices)
-        return python
-
-    monkeypatch.setattr(builder, "_build", fake_build)
+    builds = record_builds(monkeypatch)
     env = str(tmp_path / "env")
     assert cli.main(["build", "--env", env]) == 0
     assert cli.main(["build", "--env", env, "--full-ops"]) == 0
     assert cli.main(["build", "--env", env]) == 0, "train_dali after --full-ops keeps the full set"
     assert cli.main(["build", "--env", env, "--clean"]) == 0
-    assert builds == [(None, False), (None, True), (None, True)]
+    assert [(b.cuda, b.full_ops) for b in builds] == [(None, False), (None, True), (None, True)]
     assert json.loads((tmp_path / "env" / STAMP).read_text())["full_ops"] is True
     assert cli.main(["build", "--env", env, "--reduced-ops"]) == 0
-    assert builds[-1] == (None, False)
+    assert (builds[-1].cuda, builds[-1].full_ops) == (None, False)
 
 
 def test_the_cuda_set_keeps_its_units_and_cuts_cudabind_to_them(sdist_tree: Path, tmp_path: Path) -> None:
