@@ -1,7 +1,7 @@
 """The nvcc that compiles mmcv-full's CUDA ops: the host's, or one from the package index.
 
 `--toolkit system` takes the nvcc on PATH (or `$CUDA_HOME/bin/nvcc`); `index` installs the toolkit
-of torch's CUDA release from its hash lock (`constraints/cuda-toolkit-<cuda>.txt`) into the wheel
+of torch's CUDA release from its hash lock (e.g. `constraints/cuda-toolkit-13.0.txt`) into the wheel
 cache's `cuda-toolkit/<lock>-<8 hex of the lock>/`, once per machine, shared by every env and
 checkout; `auto` takes the system nvcc when its release is torch's, else the index one. A cached
 toolkit is reused only when its facts (lock digest, nvcc release) still hold; else it is rebuilt.

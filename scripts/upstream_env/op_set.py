@@ -193,7 +193,8 @@ def _items(text: str) -> list[str]:
     while i < len(text):
         c = text[i]
         if text.startswith("//", i):
-            i = text.find("\n", i) % (len(text) + 1)
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
             continue
         if text.startswith("/*", i):
             i = text.index("*/", i) + 2
