@@ -68,12 +68,12 @@ def check() -> dict:
     arches = tuple(stamp.get("arch_list") or cuda_toolkit.DEFAULT_ARCHES)
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
-        toolkit = cuda_toolkit.choose(
-            stamp.get("toolkit") or "auto", torch.version.cuda, Path(sys.executable), log
-        )
+        python = Path(sys.executable)
+        toolkit = cuda_toolkit.choose(stamp.get("toolkit") or "auto", torch.version.cuda, python, log)
+        tool = cuda_toolkit.cuobjdump(toolkit, python, log)
     finally:
         log.close()
-    summary = {"library": str(so), "arches": list(arches), **check_cuda_library(so, toolkit, arches)}
+    summary = {"library": str(so), "arches": list(arches), **check_cuda_library(so, tool, arches)}
     summary["compiling_cuda"] = mmcv.ops.get_compiling_cuda_version()
     if summary["compiling_cuda"] != torch.version.cuda:
         raise EnvBuildError(

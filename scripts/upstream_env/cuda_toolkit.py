@@ -42,10 +42,6 @@ class Toolkit:
     def nvcc(self) -> Path:
         return self.home / "bin" / "nvcc"
 
-    def cuobjdump(self) -> Path | None:
-        found = self.home / "bin" / "cuobjdump"
-        return found if found.is_file() else (Path(p) if (p := shutil.which("cuobjdump")) else None)
-
     def facts(self) -> dict:
         return {**asdict(self), "home": str(self.home), "nvcc": str(self.nvcc)}
 
@@ -190,6 +186,17 @@ def choose(mode: str, cuda: str, python: Path, log: BuildLog) -> Toolkit:
     if mode == "auto" and same_major and not lock_file(cuda).is_file():
         return system  # no lock for torch's release: the system nvcc of its major is the next best
     return index_toolkit(cuda, python, log)
+
+
+def cuobjdump(toolkit: Toolkit, python: Path, log: BuildLog) -> Path:
+    """A cuobjdump to check a build's cubins with: the toolkit's, else one on PATH, else the index
+    toolkit's of the same release (a system toolkit may have nvcc without it, as this host's has)."""
+    found = toolkit.home / "bin" / "cuobjdump"
+    if found.is_file():
+        return found
+    if on_path := shutil.which("cuobjdump"):
+        return Path(on_path)
+    return index_toolkit(toolkit.release, python, log).home / "bin" / "cuobjdump"
 
 
 def library_headers(toolkit: Toolkit, torch_site: str) -> Path | None:

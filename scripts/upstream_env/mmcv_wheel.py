@@ -139,14 +139,11 @@ def _patch_std(setup_py: Path, std: str) -> None:
     setup_py.write_text(text.replace("-std=c++14", f"-std={std}"))
 
 
-def check_cuda_library(so: Path, toolkit: cuda_toolkit.Toolkit, arches: tuple[str, ...]) -> dict:
+def check_cuda_library(so: Path, cuobjdump: Path, arches: tuple[str, ...]) -> dict:
     """The CUDA facts of a built `_ext` library: a cubin for every arch (`cuobjdump --list-elf`)
     and torch's CUDA libraries among its NEEDED entries (`readelf -d`); a named error otherwise."""
     needed = re.findall(r"\(NEEDED\).*\[(.+?)\]", _tool(["readelf", "-d", so], so))
     missing = [lib for lib in CUDA_NEEDED if not any(n.startswith(lib) for n in needed)]
-    cuobjdump = toolkit.cuobjdump()
-    if cuobjdump is None:
-        raise EnvBuildError(f"{so.name}: no cuobjdump to check its arches (`--toolkit index` brings one)")
     cubins = sorted(set(re.findall(r"\.(sm_\w+?)\.cubin", _tool([cuobjdump, "--list-elf", so], so))))
     absent = [f"sm_{a.split('+')[0].replace('.', '')}" for a in arches]
     absent = [sm for sm in absent if sm not in cubins]
@@ -166,11 +163,11 @@ def _tool(cmd: list, so: Path) -> str:
     return proc.stdout
 
 
-def _check_wheel(wheel: Path, toolkit: cuda_toolkit.Toolkit, arches: tuple[str, ...], tmp: Path) -> dict:
+def _check_wheel(wheel: Path, cuobjdump: Path, arches: tuple[str, ...], tmp: Path) -> dict:
     with zipfile.ZipFile(wheel) as zf:
         (member,) = [n for n in zf.namelist() if re.fullmatch(r"mmcv/_ext\..*\.so", n)]
         so = Path(zf.extract(member, tmp / "check"))
-    return check_cuda_library(so, toolkit, arches)
+    return check_cuda_library(so, cuobjdump, arches)
 
 
 def ensure_mmcv_wheel(
@@ -232,7 +229,7 @@ def ensure_mmcv_wheel(
         )
         (wheel,) = out.glob("mmcv_full-*.whl")
         if cuda_ops:
-            facts |= _check_wheel(wheel, tk, arches, Path(tmp))
+            facts |= _check_wheel(wheel, cuda_toolkit.cuobjdump(tk, python, log), arches, Path(tmp))
             log.say(
                 f"      checked: cubins {', '.join(facts['cubins'])}; NEEDED {', '.join(facts['needed'])}"
             )

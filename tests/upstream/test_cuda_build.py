@@ -83,6 +83,8 @@ def test_auto_on_a_gpu_visible_torch_builds_the_cuda_set_with_the_index_nvcc(
     site = _torch_site(tmp_path)
     monkeypatch.setattr(mmcv_wheel, "probe", lambda python: {**GPU, "torch_site": str(site)})
     index = Toolkit("index", tmp_path / "toolkit", "13.0", "V13.0.88")
+    (index.home / "bin").mkdir(parents=True)
+    (index.home / "bin" / "cuobjdump").write_text("")  # the index toolkit has one
     asked: list[str] = []
     monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda cuda, python, log: asked.append(cuda) or index)
     monkeypatch.setattr(mmcv_wheel, "_sdist", lambda python, log: _tiny_sdist(tmp_path))
@@ -180,6 +182,23 @@ def test_the_system_nvcc_is_found_behind_a_wrapper_and_chosen_when_its_release_i
     (tmp_path / "cuda-toolkit-12.8.txt").write_text("")
     assert cuda_toolkit.choose("auto", "12.8", Path("python"), Log()) == index, "another release: the index's"
     assert cuda_toolkit.choose("index", "13.0", Path("python"), Log()) == index, "index: never the system's"
+
+
+def test_a_toolkit_without_cuobjdump_borrows_the_index_toolkits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This host's /usr/local/cuda-13.0 has nvcc and no cuobjdump: the build still checks its cubins."""
+    _hide_system_nvcc(monkeypatch, tmp_path)
+    system = Toolkit("system", tmp_path / "cuda", "13.0", "V13.0.88")
+    index = Toolkit("index", tmp_path / "tk", "13.0", "V13.0.88")
+    asked: list[str] = []
+    monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda cuda, python, log: asked.append(cuda) or index)
+    assert cuda_toolkit.cuobjdump(system, Path("python"), Log()) == index.home / "bin" / "cuobjdump"  # type: ignore[arg-type]
+    assert asked == ["13.0"]
+    (system.home / "bin").mkdir(parents=True)
+    (system.home / "bin" / "cuobjdump").write_text("")
+    assert cuda_toolkit.cuobjdump(system, Path("python"), Log()) == system.home / "bin" / "cuobjdump"  # type: ignore[arg-type]
+    assert asked == ["13.0"], "its own first"
 
 
 def test_the_library_headers_come_from_torchs_wheels_when_the_toolkit_lacks_them(tmp_path: Path) -> None:
