@@ -5,8 +5,9 @@ Method (docs/upstream-env.md#the-cuda-op-set): build the config's model, its tra
 pipelines and the dataset class on the CPU, as tools/train.py and tools/test.py do. Then follow
 statically what runs from there: the model's `train_step`/`val_step`/`forward`, every built
 module's `forward`, every built transform's `__call__`, the dataset's `__getitem__`/`evaluate`,
-and the functions tools/train.py and tools/test.py call (`collect_env`, the plugin's train and
-test loops). In each function's source, a name chain (`a.b.c`) is resolved:
+the callbacks of the runner hooks the config names, and the functions tools/train.py and
+tools/test.py call (`collect_env`, the plugin's train and test loops). In each function's source,
+a name chain (`a.b.c`) is resolved:
 - on `self`: through the built object itself (so `self.loss_cls(...)` is the config's loss and
   `self.assigner.assign` its assigner's method; an attribute a built object lacks is not followed);
 - through the function's globals, closure and the imports inside it: functions are followed,
@@ -308,10 +309,24 @@ def reach_config(config: Path) -> dict[str, str]:
         data = data.get("dataset", data)  # a wrapper (e.g. CBGSDataset) holds the real one
         reach.know(DATASETS.get(data.type), DATASETS.get(data.type), f"data.{split}", DATASET_METHODS)
         reach.built(Compose(data.pipeline), f"data.{split}.pipeline")
+    for hook in _hook_classes(cfg):
+        callbacks = [n for n in dir(hook) if n.startswith(("before_", "after_"))]
+        reach.know(hook, hook, f"hooks: {hook.__name__}", callbacks)
     for name in ENTRY_POINTS:
         for function in _entry_functions(name):
             reach.follow(function, None, name)
     return reach.run()
+
+
+def _hook_classes(cfg: object) -> list[type]:
+    """The runner hooks the config names (optimizer hook, custom hooks, logger hooks); the runner
+    calls their `before_*`/`after_*` methods."""
+    from mmcv.runner import HOOKS
+
+    optimizer = dict(cfg.get("optimizer_config") or {})
+    hooks = [{"type": optimizer.get("type", "OptimizerHook")}, *cfg.get("custom_hooks", [])]
+    hooks += (cfg.get("log_config") or {}).get("hooks", [])
+    return [HOOKS.get(h["type"]) for h in hooks if isinstance(h, dict) and HOOKS.get(h.get("type", ""))]
 
 
 def _load_checkout(checkout: Path) -> None:
