@@ -84,11 +84,6 @@ def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
     return resolve(stamp, cuda=requested).cuda
 
 
-def resolve_full_ops(requested: bool | None, stamp: dict | None) -> bool:
-    """`--full-ops`/`--reduced-ops` when given, else the choice the env was built with, else reduced."""
-    return bool(resolve(stamp, full_ops=requested).full_ops)
-
-
 def digest(choices: Choices | bool | None = None, full_ops: bool = False) -> str:
     """What the env is a function of: ops choices, requirement files, mmdet3d pin, the builder's code."""
     if not isinstance(choices, Choices):
@@ -123,9 +118,7 @@ def is_current(
     return stamp.get("digest") == digest(resolve(stamp, cuda=cuda, full_ops=full_ops, **flags))
 
 
-def _write_stamp(env: Path, choices: Choices | bool | None, full_ops: bool = False) -> None:
-    if not isinstance(choices, Choices):
-        choices = Choices(cuda=choices, full_ops=full_ops)
+def _write_stamp(env: Path, choices: Choices) -> None:
     stamp = {"digest": digest(choices), **asdict(choices)}
     (env / STAMP).write_text(json.dumps(stamp) + "\n")
     (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format

@@ -28,7 +28,7 @@ def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
     env = tmp_path / "env"
     (env / "bin").mkdir(parents=True)
     (env / "bin" / "python").write_text("")
-    builder._write_stamp(env, cuda)
+    builder._write_stamp(env, builder.Choices(cuda=cuda))
     return env
 
 
