@@ -145,13 +145,12 @@ def check_cuda_library(so: Path, cuobjdump: Path, arches: tuple[str, ...]) -> di
     needed = re.findall(r"\(NEEDED\).*\[(.+?)\]", _tool(["readelf", "-d", so], so))
     missing = [lib for lib in CUDA_NEEDED if not any(n.startswith(lib) for n in needed)]
     cubins = sorted(set(re.findall(r"\.(sm_\w+?)\.cubin", _tool([cuobjdump, "--list-elf", so], so))))
-    absent = [f"sm_{a.split('+')[0].replace('.', '')}" for a in arches]
-    absent = [sm for sm in absent if sm not in cubins]
-    if missing or absent:
+    absent = [sm for a in arches if (sm := f"sm_{a.split('+')[0].replace('.', '')}") not in cubins]
+    problems = [f"lacks cubins {', '.join(absent)}"] if absent else []
+    problems += [f"does not link {', '.join(missing)}"] if missing else []
+    if problems:
         raise EnvBuildError(
-            f"{so}: built for CUDA but {'lacks cubins ' + ', '.join(absent) if absent else ''}"
-            f"{'; ' if missing and absent else ''}{'does not link ' + ', '.join(missing) if missing else ''} "
-            f"(cubins: {cubins}; NEEDED: {needed})"
+            f"{so}: built for CUDA but {'; '.join(problems)} (cubins {cubins}; NEEDED {needed})"
         )
     return {"cubins": cubins, "needed": needed}
 
