@@ -74,9 +74,15 @@ def nvcc_version(nvcc: Path | str) -> tuple[str, str]:
 def _home_of(nvcc: str) -> Path:
     """The real CUDA_HOME of an nvcc (it may be a wrapper script elsewhere on PATH): nvcc's own
     `_HERE_` (its bin folder) from a dry run."""
-    proc = subprocess.run([nvcc, "--dryrun", "--version"], capture_output=True, text=True)
+    cmd = [nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull]  # prints, compiles nothing
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     match = re.search(r"^#\$ _HERE_=(.+)$", proc.stdout + proc.stderr, re.M)
-    return Path(match.group(1).strip()).resolve().parent if match else Path(nvcc).resolve().parents[1]
+    home = Path(match.group(1).strip()).resolve().parent if match else Path(nvcc).resolve().parents[1]
+    if not (home / "include" / "cuda_runtime.h").is_file():
+        raise EnvBuildError(
+            f"{nvcc}: its toolkit ({home}) has no include/cuda_runtime.h; set CUDA_HOME to it"
+        )
+    return home
 
 
 def system_toolkit() -> Toolkit | None:

@@ -25,12 +25,15 @@ HEADERS = cuda_toolkit.LIBRARY_HEADERS
 
 
 def _nvcc(folder: Path, release: str = "13.0") -> Path:
-    """A stand-in nvcc (a shell script): `--version` and the dry run's `_HERE_` line as nvcc prints them."""
+    """A stand-in nvcc (a shell script): `--version`, and `_HERE_` in a compile's dry run only, as
+    nvcc 13.0 prints them (`nvcc --dryrun --version` prints no `_HERE_`)."""
     nvcc = folder / "bin" / "nvcc"
     nvcc.parent.mkdir(parents=True, exist_ok=True)
+    (folder / "include").mkdir(exist_ok=True)
+    (folder / "include" / "cuda_runtime.h").write_text("")
     nvcc.write_text(
         "#!/bin/sh\n"
-        f'case "$*" in *--dryrun*) echo "#\\$ _HERE_={folder}/bin" >&2;; esac\n'
+        f'case "$*" in *--dryrun*-c*) echo "#\\$ _HERE_={folder}/bin" >&2;; esac\n'  # a compile's dry run
         f'echo "Cuda compilation tools, release {release}, V{release}.88"\n'
     )
     nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
@@ -172,6 +175,10 @@ def test_the_system_nvcc_is_found_behind_a_wrapper_and_chosen_when_its_release_i
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     found = cuda_toolkit.system_toolkit()
     assert found == Toolkit("system", real, "13.0", "V13.0.88"), "CUDA_HOME is the toolkit, not the wrapper's"
+    (real / "include" / "cuda_runtime.h").unlink()
+    with pytest.raises(EnvBuildError, match="has no include/cuda_runtime.h; set CUDA_HOME to it"):
+        cuda_toolkit.system_toolkit()
+    (real / "include" / "cuda_runtime.h").write_text("")
     assert cuda_toolkit.choose("auto", "13.0", Path("python"), Log()) == found  # type: ignore[arg-type]
     assert cuda_toolkit.choose("system", "13.0", Path("python"), Log()) == found  # type: ignore[arg-type]
     with pytest.raises(EnvBuildError, match="torch is CUDA 12.8; torch refuses another major"):
