@@ -242,6 +242,16 @@ def upstream_env(session: nox.Session) -> None:
 
 
 @nox.session
+def cuda_build(session: nox.Session) -> None:
+    """Build the OpenMMLab env with mmcv's CUDA ops (nvcc from the index where the host has none) and
+    check them: a cubin per arch, linked CUDA runtime, `import mmcv.ops`; on a GPU, the ops run.
+    Arguments go to the build (`-- --toolkit index --cuda-arch 9.0`). Not in `nox`: ~5 min here."""
+    run_tool(session, sys.executable, "overlaytool", "apply")
+    run_tool(session, sys.executable, "upstream_env", "build", "--cuda", *session.posargs)
+    run_tool(session, str(UPSTREAM_PYTHON), "upstream_env.cuda_check")
+
+
+@nox.session
 def train_dali(session: nox.Session) -> None:
     """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
     refuse_args(

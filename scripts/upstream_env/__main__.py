@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from . import EnvBuildError
-from .build import build, is_current, read_stamp, resolve_cuda, resolve_full_ops
+from .build import build, is_current, read_stamp
+from .cuda_toolkit import DEFAULT_ARCHES, MODES, parse_arch_list
 from .paths import ENV_DIR, env_python
 
 
@@ -25,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         dest="cuda",
         action="store_const",
         const=True,
-        help="compile mmcv CUDA ops (kept for later builds)",
+        help="compile mmcv CUDA ops (kept for later builds; auto: when the env's torch sees a GPU)",
     )
     ops.add_argument("--no-cuda", dest="cuda", action="store_const", const=False, help="CPU ops only")
     op_set = b.add_mutually_exclusive_group()
@@ -34,15 +35,33 @@ def main(argv: list[str] | None = None) -> int:
         dest="full_ops",
         action="store_const",
         const=True,
-        help="compile every mmcv CPU op, not only those the CPU stack calls (kept for later builds; "
-        "CUDA-ops builds always have every op)",
+        help="compile every mmcv op, not only those StreamPETR calls (kept for later builds)",
     )
     op_set.add_argument(
         "--reduced-ops",
         dest="full_ops",
         action="store_const",
         const=False,
-        help="CPU ops: only those the CPU stack calls (the default); the others raise a named error",
+        help="only the ops StreamPETR calls on the CPU, or reaches on CUDA (the default); the others "
+        "raise a named error",
+    )
+    b.add_argument(
+        "--cuda-arch",
+        "--arch-list",
+        dest="arch_list",
+        type=_arch_list,
+        help=f"CUDA arch list, e.g. '9.0' or '8.0;9.0' (default {';'.join(DEFAULT_ARCHES)}; kept)",
+    )
+    b.add_argument(
+        "--toolkit",
+        choices=MODES,
+        help="where nvcc comes from: auto (the system's when its CUDA release is torch's, else the "
+        "index's), index (the hash-locked toolkit wheels), system (nvcc on PATH or $CUDA_HOME); kept",
+    )
+    b.add_argument(
+        "--torch-from",
+        metavar="PYTHON",
+        help="build the env on this interpreter's torch (a GPU node's own), not the constraints' torch",
     )
     b.add_argument(
         "--force", action="store_true", help="rerun the install steps even when the stamp is current"
@@ -55,15 +74,23 @@ def main(argv: list[str] | None = None) -> int:
         print(env_python(args.env))
         return 0 if is_current(args.env) else 1
     stamp = read_stamp(args.env)  # the choices are kept across --clean
-    cuda, full_ops = resolve_cuda(args.cuda, stamp), resolve_full_ops(args.full_ops, stamp)
+    flags = {k: getattr(args, k) for k in ("cuda", "full_ops", "arch_list", "toolkit", "torch_from")}
+    recorded = {k: v for k, v in (stamp or {}).items() if k in flags and flags[k] is None}
     if args.clean and args.env.exists():
         shutil.rmtree(args.env)
     try:
-        build(args.env, cuda=cuda, full_ops=full_ops, force=args.force)
+        build(args.env, force=args.force, **{**recorded, **{k: v for k, v in flags.items() if v is not None}})
     except EnvBuildError as exc:
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _arch_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_arch_list(text)
+    except EnvBuildError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 if __name__ == "__main__":

@@ -5,19 +5,22 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import EnvBuildError
-from .mmcv_wheel import ensure_mmcv_wheel
+from .cuda_toolkit import DEFAULT_ARCHES
+from .mmcv_wheel import ensure_mmcv_wheel, probe
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
 
-# {"digest": ..., "cuda": true | false | null, "full_ops": bool}: what the env was built from
+# {"digest": ..., **Choices}: what the env was built from and with which choices
 STAMP = ".upstream-env.json"
 # The modules that decide what goes into the env: a change to one of them rebuilds the env. A new
 # module that changes what is built belongs here; the console progress (runlog.py, timings.py),
@@ -27,12 +30,17 @@ BUILDER_MODULES = (
     "build.py",
     "mmcv_wheel.py",
     "op_set.py",
+    "cuda_toolkit.py",
     "mmdet3d_wheel.py",
     "paths.py",
     "_streampetr_numpy_compat.py",
 )
 # What mmcv-full's setup.py imports at build time (it runs without build isolation).
 BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
+# `--torch-from`: the node's torch stays; the constraints lose what pins torch and its CUDA wheels
+# (DALI's CUDA 12 wheels, `-cu12`, stay pinned).
+NODE_TORCH = ("torch", "torchvision", "triton", "cuda-toolkit")
+TORCH_FROM_DIR = ".torch-from"
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
 # networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools.
 # mmdet3d is installed from the wheel file built from the pin, never from an index.
@@ -48,12 +56,44 @@ IMPORT_CHECK = (
 )
 
 
-def digest(cuda: bool | None, full_ops: bool = False) -> str:
-    """What the env is a function of: ops choice, requirement files, mmdet3d pin, the builder's code."""
+@dataclass(frozen=True)
+class Choices:
+    """What a build was asked for; each persists in the stamp until a flag changes it."""
+
+    cuda: bool | None = None  # --cuda / --no-cuda; None: auto (CUDA ops when torch sees a GPU)
+    full_ops: bool = False  # --full-ops / --reduced-ops
+    arch_list: tuple[str, ...] = DEFAULT_ARCHES  # --cuda-arch (CUDA builds)
+    toolkit: str = "auto"  # --toolkit: where nvcc comes from (not hashed: the same wheel either way)
+    torch_from: str | None = None  # --torch-from: a python whose torch the env reuses
+
+
+def resolve(stamp: dict | None, **requested: object) -> Choices:
+    """The choices of a build: each flag given (not None) wins, else the one the env was built with
+    (so `upstream_env -- --cuda` followed by `train_dali` keeps the CUDA ops), else the default."""
+    recorded = stamp or {}
+    values = {}
+    for name, default in asdict(Choices()).items():
+        given = requested.get(name)
+        value = given if given is not None else recorded.get(name, default)
+        values[name] = tuple(value) if name == "arch_list" and value is not None else value
+    return Choices(**values)
+
+
+def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
+    """The mmcv ops choice of a build (see `resolve`)."""
+    return resolve(stamp, cuda=requested).cuda
+
+
+def digest(choices: Choices | bool | None = None, full_ops: bool = False) -> str:
+    """What the env is a function of: ops choices, requirement files, mmdet3d pin, the builder's code."""
+    if not isinstance(choices, Choices):
+        choices = Choices(cuda=choices, full_ops=full_ops)
     here = Path(__file__).parent
     parts = [REQUIREMENTS, CONSTRAINTS, MMDET3D_PIN, *(here / name for name in BUILDER_MODULES)]
-    ops = "full" if full_ops or cuda else "reduced-unless-cuda"  # CUDA-ops builds are always full
-    h = hashlib.sha256(f"cuda={cuda}\nops={ops}\n".encode())
+    ops = "full" if choices.full_ops else "reduced"
+    arches = ";".join(choices.arch_list) if choices.cuda is not False else "-"
+    key = f"cuda={choices.cuda}\nops={ops}\narch={arches}\ntorch_from={choices.torch_from}\n"
+    h = hashlib.sha256(key.encode())
     for path in parts:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
@@ -68,32 +108,18 @@ def read_stamp(env: Path) -> dict | None:
     return stamp if isinstance(stamp, dict) else None
 
 
-def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
-    """The mmcv ops choice of a build: `--cuda`/`--no-cuda` when given, else the one the env was built
-    with (so `upstream_env -- --cuda` followed by `train_dali` keeps the CUDA ops), else None (auto:
-    CUDA ops when a GPU and nvcc are both present)."""
-    if requested is not None or stamp is None:
-        return requested
-    return stamp.get("cuda")
-
-
-def resolve_full_ops(requested: bool | None, stamp: dict | None) -> bool:
-    """`--full-ops`/`--reduced-ops` when given, else the choice the env was built with, else reduced."""
-    if requested is not None:
-        return requested
-    return bool((stamp or {}).get("full_ops", False))
-
-
-def is_current(env: Path = ENV_DIR, cuda: bool | None = None, full_ops: bool | None = None) -> bool:
-    """The env exists and was built from the current inputs with the resolved ops choice."""
+def is_current(
+    env: Path = ENV_DIR, cuda: bool | None = None, full_ops: bool | None = None, **flags: object
+) -> bool:
+    """The env exists and was built from the current inputs with the resolved choices."""
     stamp = read_stamp(env)
     if not env_python(env).exists() or stamp is None:
         return False
-    return stamp.get("digest") == digest(resolve_cuda(cuda, stamp), resolve_full_ops(full_ops, stamp))
+    return stamp.get("digest") == digest(resolve(stamp, cuda=cuda, full_ops=full_ops, **flags))
 
 
-def _write_stamp(env: Path, cuda: bool | None, full_ops: bool = False) -> None:
-    stamp = {"digest": digest(cuda, full_ops), "cuda": cuda, "full_ops": full_ops}
+def _write_stamp(env: Path, choices: Choices) -> None:
+    stamp = {"digest": digest(choices), **asdict(choices)}
     (env / STAMP).write_text(json.dumps(stamp) + "\n")
     (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format
 
@@ -102,61 +128,112 @@ def _pip(python: Path, *args: object) -> list[object]:
     return [python, "-m", "pip", "install", "--disable-pip-version-check", *args]
 
 
-def _install_compat(python: Path) -> None:
-    """Copy the NumPy alias shim into site-packages with a `.pth` file that loads it."""
-    purelib = subprocess.run(
+def _purelib(python: Path) -> Path:
+    out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True,
         capture_output=True,
         text=True,
-    ).stdout.strip()
-    site = Path(purelib)
+    ).stdout
+    return Path(out.strip().splitlines()[-1])
+
+
+def _install_compat(python: Path) -> None:
+    """Copy the NumPy alias shim into site-packages with a `.pth` file that loads it."""
+    site = _purelib(python)
     shutil.copy2(COMPAT_MODULE, site / COMPAT_MODULE.name)
     (site / "_streampetr_numpy_compat.pth").write_text(f"import {COMPAT_MODULE.stem}\n")
 
 
-def build(
-    env: Path = ENV_DIR, *, cuda: bool | None = None, full_ops: bool | None = None, force: bool = False
-) -> Path:
-    """Make `env` match the requirement files; a no-op when its stamp is current. Returns its python."""
+def without_node_torch(text: str) -> str:
+    """A constraints or requirements file without the lines pinning torch, torchvision, triton,
+    cuda-toolkit and torch's own nvidia-* CUDA wheels (the node's torch brings its own)."""
+    kept = []
+    for line in text.splitlines():
+        spec = line.split("#", 1)[0].strip()
+        name = re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0].lower().replace("_", "-")
+        torch_cuda = name.startswith("nvidia-") and "dali" not in name and not name.endswith("-cu12")
+        if name in NODE_TORCH or torch_cuda:
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def torchvision_for(torch_version: str) -> str:
+    """The torchvision release series of a torch 2.x release (2.11 -> 0.26.*)."""
+    major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
+    if major != 2:
+        raise EnvBuildError(f"--torch-from: torch {torch_version}: only torch 2.x has a known torchvision")
+    return f"0.{minor + 15}.*"
+
+
+def _node_torch(env: Path, python: Path, node_python: Path, log: BuildLog) -> tuple[Path, Path]:
+    """The node's torch made importable in the env (a `.pth` to its site folder), torchvision from
+    the wheelhouse when the node has none; the requirement and constraint files without torch."""
+    node = probe(node_python)
+    (_purelib(python) / "_streampetr_node_torch.pth").write_text(node["torch_site"] + "\n")
+    folder = env / TORCH_FROM_DIR
+    folder.mkdir(exist_ok=True)
+    constraints, requirements = folder / "constraints.txt", folder / "requirements.txt"
+    constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
+    requirements.write_text(without_node_torch(REQUIREMENTS.read_text()))
+    has_tv = subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode == 0
+    log.say(f"      torch {node['torch']} (CUDA {node['cuda']}) of {node_python}; has torchvision: {has_tv}")
+    if not has_tv:
+        wanted = f"torchvision=={torchvision_for(node['torch'])}"
+        log.run(_pip(python, "--no-deps", wanted), what="pip install torchvision")
+    return constraints, requirements
+
+
+def build(env: Path = ENV_DIR, *, force: bool = False, **flags: object) -> Path:
+    """Make `env` match the requirement files; a no-op when its stamp is current. `flags`: the
+    fields of `Choices` given on the command line (None: keep the recorded one). Returns its python."""
     python = env_python(env)
-    stamp = read_stamp(env)
-    cuda, full = resolve_cuda(cuda, stamp), resolve_full_ops(full_ops, stamp)
-    up_to_date = f"upstream env is up to date ({env}, mmcv ops: {_ops_name(cuda, full)})."
-    if not force and is_current(env, cuda, full):
+    choices = resolve(read_stamp(env), **flags)
+    up_to_date = f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices)})."
+    if not force and is_current(env, **asdict(choices)):
         print(up_to_date, file=sys.stderr)
         return python
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.parent / f".{env.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a waiting one then finds it current
-        if not force and is_current(env, cuda, full):
+        if not force and is_current(env, **asdict(choices)):
             print(up_to_date, file=sys.stderr)
             return python
-        return _build(env, python, cuda, full)
+        return _build(env, python, choices)
 
 
-def _ops_name(cuda: bool | None, full_ops: bool = False) -> str:
-    kind = {True: "CUDA (--cuda)", False: "CPU (--no-cuda)", None: "auto"}[cuda]
-    return kind + ("" if cuda else (", full set" if full_ops else ", reduced set on CPU"))
+def _ops_name(choices: Choices) -> str:
+    kind = {True: "CUDA (--cuda)", False: "CPU (--no-cuda)", None: "auto"}[choices.cuda]
+    ops = "full set" if choices.full_ops else "reduced set"
+    arches = f", arches {';'.join(choices.arch_list)}" if choices.cuda is not False else ""
+    return f"{kind}, {ops}{arches}"
 
 
-def _build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
+def _build(env: Path, python: Path, choices: Choices) -> Path:
     log = BuildLog(LOG_FILE, total_steps=6)
     log.say(f"building the upstream env at {env}; full output in {LOG_FILE}")
     total = time.monotonic()
+    constraints, requirements = CONSTRAINTS, REQUIREMENTS
     try:
         fresh = not python.exists()
         started = log.begin("virtual environment", "venv" if fresh else None)
         if fresh:
-            log.run([sys.executable, "-m", "venv", env], what="python -m venv")
+            log.run([choices.torch_from or sys.executable, "-m", "venv", env], what="python -m venv")
         log.done(started, timing="venv" if fresh else None)
 
+        prereqs = BUILD_PREREQS
         started = log.begin("torch and the build prerequisites of mmcv-full", "torch" if fresh else None)
-        log.run(_pip(python, "-c", CONSTRAINTS, *BUILD_PREREQS), what="pip install (torch)")
+        if choices.torch_from:
+            constraints, requirements = _node_torch(env, python, Path(choices.torch_from), log)
+            prereqs = tuple(p for p in BUILD_PREREQS if p not in NODE_TORCH)
+        log.run(_pip(python, "-c", constraints, *prereqs), what="pip install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
         started = log.begin("mmcv-full wheel with compiled ops (cached)")
-        mmcv_dir = ensure_mmcv_wheel(python, log, cuda, full_ops)
+        mmcv_dir = ensure_mmcv_wheel(
+            python, log, choices.cuda, choices.full_ops, choices.arch_list, choices.toolkit
+        )
         log.done(started)
 
         started = log.begin("mmdet3d wheel from the pinned source (cached)")
@@ -165,9 +242,9 @@ def _build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -
 
         started = log.begin("requirements/upstream.txt", "requirements" if fresh else None)
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
-        log.run(_pip(python, "-c", CONSTRAINTS, *links, "-r", REQUIREMENTS), what="pip install -r")
+        log.run(_pip(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-        log.run(_pip(python, "--no-deps", "-c", CONSTRAINTS, *NO_DEPS, mmdet3d), what="pip install --no-deps")
+        log.run(_pip(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d), what="pip install --no-deps")
         log.done(started, timing="requirements" if fresh else None)
 
         started = log.begin("NumPy alias shim and import check", "check")
@@ -179,6 +256,6 @@ def _build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -
         raise
     finally:
         log.close()
-    _write_stamp(env, cuda, full_ops)
+    _write_stamp(env, choices)
     print(f"upstream env ready in {time.monotonic() - total:.0f} s: {python}", file=sys.stderr)
     return python

@@ -1,9 +1,11 @@
 """Build mmcv-full 1.6.0 with compiled ops once per (python, torch, ops flavour) and cache the wheel.
 
 The sdist's setup.py asks for `-std=c++14`; torch >= 2.13 headers need C++17 and torch >= 2.14
-headers C++20, so the flag is rewritten before the build. A CPU-ops build compiles the reduced op
-set by default (`op_set.py`: the other ops raise a named error when called); a CUDA-ops build and
-`--full-ops` compile every op. No Python file of mmcv is changed.
+headers C++20, so the flag is rewritten before the build. A build compiles the reduced op set of
+its flavour by default (`op_set.py`: the other ops raise a named error when called); `--full-ops`
+compiles every op. A CUDA-ops build takes nvcc from `cuda_toolkit.py` (the host's or the index's),
+compiles for the arch list, then checks its own `_ext` library: a cubin per arch, linked against
+torch's CUDA libraries. No Python file of mmcv is changed.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import re
 import subprocess
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
-from . import EnvBuildError, op_set
+from . import EnvBuildError, cuda_toolkit, op_set
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog, children_cpu
 from .timings import eta_line, record
@@ -29,14 +32,19 @@ SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874
 RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
 
 PROBE = (
-    "import json, sys, torch; print(json.dumps({'py': '%d%d' % sys.version_info[:2], "
+    "import json, sys, torch; from pathlib import Path; "
+    "print(json.dumps({'py': '%d%d' % sys.version_info[:2], "
     "'torch': torch.__version__, 'cuda': torch.version.cuda, "
-    "'cuda_available': torch.cuda.is_available()}))"
+    "'cuda_available': torch.cuda.is_available(), "
+    "'torch_site': str(Path(torch.__file__).resolve().parents[1])}))"
 )
+# What a CUDA `_ext` must link against: torch's CUDA build and its CUDA runtime (the linker drops
+# libtorch_cuda.so: mmcv uses nothing of it directly).
+CUDA_NEEDED = ("libc10_cuda.so", "libcudart.so.")
 
 
 def probe(python: Path) -> dict:
-    """Python tag, torch version and CUDA facts of the env's interpreter."""
+    """Python tag, torch version, CUDA facts and torch's site folder of the env's interpreter."""
     out = subprocess.run([str(python), "-c", PROBE], check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -48,38 +56,61 @@ def cxx_std(torch_version: str) -> str:
 
 
 def want_cuda_ops(info: dict, requested: bool | None) -> bool:
-    """CUDA ops when asked for, else when a GPU and nvcc are both present."""
+    """CUDA ops when asked for, else whenever the env's torch sees a GPU (nvcc comes from the index
+    when the host has none: a GPU node never gets a silent CPU-ops build)."""
     if requested is not None:
         return requested
-    return bool(info["cuda_available"] and info["cuda"] and shutil.which("nvcc"))
+    return bool(info["cuda_available"] and info["cuda"])
 
 
 def reduced_ops(cuda_ops: bool, full_ops: bool) -> bool:
-    """The reduced op set: CPU ops only, and not asked for the full set. CUDA builds are always full."""
-    return not cuda_ops and not full_ops
+    """The reduced op set of the build's flavour (CPU or CUDA), unless asked for the full set."""
+    return not full_ops
 
 
-def flavour(info: dict, cuda_ops: bool, reduced: bool = False) -> str:
-    """The wheel cache key: a reduced wheel's key says so (and which set), so no full or CUDA env
-    is ever served one."""
+def arch_key(arches: tuple[str, ...]) -> str:
+    return "arch" + "_".join(a.replace("+PTX", "ptx") for a in arches)
+
+
+def flavour(
+    info: dict, cuda_ops: bool, reduced: bool = False, arches: tuple[str, ...] = cuda_toolkit.DEFAULT_ARCHES
+) -> str:
+    """The wheel cache key: a reduced wheel's key says so (and which set), a CUDA wheel its CUDA
+    release and arch list, so no env is ever served another's wheel."""
     ops = f"cu{info['cuda']}" if cuda_ops else "cpu"
-    ops += f"ops-reduced-{op_set.label()}" if reduced and not cuda_ops else "ops"
+    ops += f"ops-reduced-{op_set.label(cuda_ops)}" if reduced else "ops"
+    if cuda_ops:
+        ops += f"-{arch_key(arches)}"
     return f"cp{info['py']}-torch{info['torch']}-{ops}-{cxx_std(info['torch'])}-r{RECIPE}"
 
 
-def check_cached(dest: Path, reduced: bool) -> None:
-    """A cached wheel's build facts must say the op set its folder name says; else a named error."""
+def expected_facts(info: dict, cuda_ops: bool, reduced: bool, arches: tuple[str, ...]) -> dict:
+    """What a cached wheel's build-info.json must say for the folder `flavour` names."""
+    want: dict = {"op_set": "reduced" if reduced else "full", "cuda_ops": cuda_ops}
+    if reduced:
+        want["compiled_ops"] = list(op_set.kept_names(cuda_ops))
+    if cuda_ops:
+        want |= {"cuda": info["cuda"], "arch_list": list(arches)}
+    return want
+
+
+def check_cached(dest: Path, want: dict) -> None:
+    """A cached wheel's build facts must say what its folder name says (`expected_facts`); else a
+    named error naming the folder and each fact that disagrees."""
     info_path = dest / "build-info.json"
     try:
         info = json.loads(info_path.read_text())
+        if not isinstance(info, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
         raise EnvBuildError(f"{info_path}: unreadable build facts ({exc}); delete {dest}, rerun.") from None
-    want = "reduced" if reduced else "full"
-    got = info.get("op_set", "full") if isinstance(info, dict) else None  # wheels before op_set: full
-    if got != want or (reduced and info.get("compiled_ops") != list(op_set.kept_names())):
+    got = {"op_set": "full", "cuda_ops": False, **info}  # wheels before these facts: full CPU builds
+    bad = {k: got.get(k) for k, v in want.items() if got.get(k) != v}
+    if bad:
+        said = ", ".join(f"{k} {bad[k]!r} (its folder: {want[k]!r})" for k in bad)
         raise EnvBuildError(
-            f"{info_path}: the cached wheel's op set is {got!r} (ops {info.get('compiled_ops')}), "
-            f"but its folder is the {want} set's; delete {dest} and rerun."
+            f"{info_path}: the cached wheel's op set is {got.get('op_set')!r} and its build facts disagree "
+            f"with its folder {dest.name}: {said}; delete {dest} and rerun."
         )
 
 
@@ -108,20 +139,70 @@ def _patch_std(setup_py: Path, std: str) -> None:
     setup_py.write_text(text.replace("-std=c++14", f"-std={std}"))
 
 
-def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, full_ops: bool = False) -> Path:
-    """The folder holding the cached mmcv-full wheel for this env, built first if missing."""
+def check_cuda_library(so: Path, cuobjdump: Path, arches: tuple[str, ...]) -> dict:
+    """The CUDA facts of a built `_ext` library: a cubin for every arch (`cuobjdump --list-elf`)
+    and torch's CUDA libraries among its NEEDED entries (`readelf -d`); a named error otherwise."""
+    needed = re.findall(r"\(NEEDED\).*\[(.+?)\]", _tool(["readelf", "-d", so], so))
+    missing = [lib for lib in CUDA_NEEDED if not any(n.startswith(lib) for n in needed)]
+    cubins = sorted(set(re.findall(r"\.(sm_\w+?)\.cubin", _tool([cuobjdump, "--list-elf", so], so))))
+    absent = [sm for a in arches if (sm := f"sm_{a.split('+')[0].replace('.', '')}") not in cubins]
+    problems = [f"lacks cubins {', '.join(absent)}"] if absent else []
+    problems += [f"does not link {', '.join(missing)}"] if missing else []
+    if problems:
+        raise EnvBuildError(
+            f"{so}: built for CUDA but {'; '.join(problems)} (cubins {cubins}; NEEDED {needed})"
+        )
+    return {"cubins": cubins, "needed": needed}
+
+
+def _tool(cmd: list, so: Path) -> str:
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EnvBuildError(f"{' '.join(map(str, cmd[:2]))} {so.name} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def _check_wheel(wheel: Path, cuobjdump: Path, arches: tuple[str, ...], tmp: Path) -> dict:
+    with zipfile.ZipFile(wheel) as zf:
+        (member,) = [n for n in zf.namelist() if re.fullmatch(r"mmcv/_ext\..*\.so", n)]
+        so = Path(zf.extract(member, tmp / "check"))
+    return check_cuda_library(so, cuobjdump, arches)
+
+
+def ensure_mmcv_wheel(
+    python: Path,
+    log: BuildLog,
+    cuda: bool | None = None,
+    full_ops: bool = False,
+    arches: tuple[str, ...] | list[str] | None = None,
+    toolkit: str = "auto",
+) -> Path:
+    """The folder holding the cached mmcv-full wheel for this env, built first if missing. `arches`:
+    the CUDA arch list (default cuda_toolkit.DEFAULT_ARCHES); `toolkit`: where nvcc comes from."""
     info = probe(python)
     cuda_ops = want_cuda_ops(info, cuda)
     reduced = reduced_ops(cuda_ops, full_ops)
-    dest = wheel_cache() / "mmcv-full" / flavour(info, cuda_ops, reduced)
+    arches = tuple(arches or cuda_toolkit.DEFAULT_ARCHES)
+    dest = wheel_cache() / "mmcv-full" / flavour(info, cuda_ops, reduced, arches)
     if list(dest.glob("mmcv_full-*.whl")):
-        check_cached(dest, reduced)
+        check_cached(dest, expected_facts(info, cuda_ops, reduced, arches))
         log.say(f"      reusing cached wheel {dest.name}")
         return dest
     std = cxx_std(info["torch"])
     jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
-    kind = "mmcv-reduced" if reduced else ("mmcv-cuda" if cuda_ops else "mmcv-full")
-    ops = "CUDA + CPU ops" if cuda_ops else ("CPU ops, reduced set" if reduced else "CPU ops, full set")
+    env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
+    facts: dict = {"op_set": "full"}
+    if cuda_ops:
+        tk = cuda_toolkit.choose(toolkit, info["cuda"], python, log)
+        env |= cuda_toolkit.build_env(tk, info["torch_site"], arches)
+        facts |= {"toolkit": tk.facts(), "arch_list": list(arches)}
+        log.say(
+            f"      nvcc {tk.nvcc} ({tk.source}, CUDA {tk.release}, {tk.version}); arches {';'.join(arches)}"
+        )
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # setup.py builds CUDA ops whenever it sees a GPU
+    kind = f"mmcv{'-cuda' if cuda_ops else ''}-{'reduced' if reduced else 'full'}"
+    ops = ("CUDA + CPU ops" if cuda_ops else "CPU ops") + (", reduced set" if reduced else ", full set")
     log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
     log.say(f"      {eta_line(kind)}")
     sdist = _sdist(python, log)
@@ -131,18 +212,14 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, ful
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / f"mmcv-full-{VERSION}"
         _patch_std(src / "setup.py", std)
-        facts: dict = {"op_set": "full"}
         if reduced:
-            cut = op_set.reduce_sources(src)
-            facts = {"op_set": "reduced", "compiled_ops": list(cut.compiled_ops),
-                     "stubbed_ops": len(cut.stubbed_ops), "units": list(cut.units)}  # fmt: skip
+            cut = op_set.reduce_sources(src, cuda_ops)
+            facts |= {"op_set": "reduced", "compiled_ops": list(cut.compiled_ops),
+                      "stubbed_ops": len(cut.stubbed_ops), "units": list(cut.units)}  # fmt: skip
             log.say(
                 f"      reduced op set: {len(cut.units)} units ({', '.join(cut.units)}); "
                 f"{len(cut.stubbed_ops)} ops raise OpNotCompiledError (`--full-ops` builds them)"
             )
-        env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
-        if not cuda_ops:
-            env["CUDA_VISIBLE_DEVICES"] = ""  # setup.py builds CUDA ops whenever it sees a GPU
         out = Path(tmp) / "dist"
         log.run(
             [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v", "-w", out, src],
@@ -150,9 +227,14 @@ def ensure_mmcv_wheel(python: Path, log: BuildLog, cuda: bool | None = None, ful
             what="building mmcv-full",
         )
         (wheel,) = out.glob("mmcv_full-*.whl")
+        if cuda_ops:
+            facts |= _check_wheel(wheel, cuda_toolkit.cuobjdump(tk, python, log), arches, Path(tmp))
+            log.say(
+                f"      checked: cubins {', '.join(facts['cubins'])}; NEEDED {', '.join(facts['needed'])}"
+            )
         seconds = time.monotonic() - started
-        meta = {**info, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs, **facts,
-                "build_seconds": round(seconds, 1)}  # fmt: skip
+        meta = {**{k: v for k, v in info.items() if k != "torch_site"}, "cuda_ops": cuda_ops, "cxx_std": std,
+                "max_jobs": jobs, **facts, "build_seconds": round(seconds, 1)}  # fmt: skip
         store_wheel(wheel, dest, meta)
     record(kind, seconds, children_cpu() - cpu_before)
     return dest

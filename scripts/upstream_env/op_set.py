@@ -1,21 +1,26 @@
-"""The reduced CPU op set of mmcv-full: compile only the ops the CPU StreamPETR stack calls.
+"""The reduced op sets of mmcv-full: compile only the ops StreamPETR calls, on the CPU or on CUDA.
 
 mmcv-full 1.6.0's setup.py compiles every `.cpp` under `mmcv/ops/csrc/pytorch{,/cpu}` (67 units on
-the CPU path, ~95% of a cold env build) and `pybind.cpp` registers all 100 functions of `mmcv._ext`.
+the CPU path, ~95% of a cold env build; a CUDA build adds 50 `.cu` files and `cuda/cudabind.cpp`)
+and `pybind.cpp` registers all 100 functions of `mmcv._ext`.
 `mmcv.ops` imports nearly every op module, and each one asks `ext_loader.load_ext` for its names,
 which raises when one is missing, so every name must stay registered. The reduced build keeps the
 sources of `KEPT` and registers every other name as a stub that raises `mmcv._ext.OpNotCompiledError`
 (a `NotImplementedError`) naming the op and how to build the full set, only when it is called.
 
 `KEPT` is what training (streaming, PETRv1, 8-key), evaluation, `create_data` and the stack tests
-were traced calling in `mmcv._ext` (docs/upstream-env.md#the-reduced-op-set); a CUDA-ops build and
-`--full-ops` always compile everything.
+were traced calling in `mmcv._ext` (docs/upstream-env.md#the-reduced-op-set). `KEPT_CUDA` adds what
+the CUDA path of every supported config reaches (`op_reach.py`, docs/upstream-env.md#the-cuda-op-set);
+there `cuda/cudabind.cpp`, which binds every op's CUDA launchers, is cut to the kept ops' part (its
+other definitions would leave undefined symbols) and only their `.cu` files are compiled.
+`--full-ops` compiles everything.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +31,27 @@ KEPT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # mmcv.utils.collect_env (run at the start of every training run) asks for both.
     "info": (("get_compiler_version", "get_compiling_cuda_version"), ("info.cpp",)),
 }
+# The CUDA path adds the ops the supported configs reach there (upstream_env.op_reach): mmdet's
+# FocalLoss calls sigmoid_focal_loss for CUDA tensors (every config); RepDETR3D's
+# DeformableFeatureAggregationCuda calls MultiScaleDeformableAttnFunction.
+KEPT_CUDA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **KEPT,
+    "focal_loss": (
+        (
+            "sigmoid_focal_loss_forward",
+            "sigmoid_focal_loss_backward",
+            "softmax_focal_loss_forward",
+            "softmax_focal_loss_backward",
+        ),
+        ("focal_loss.cpp", "cuda/focal_loss_cuda.cu"),
+    ),
+    "ms_deform_attn": (
+        ("ms_deform_attn_forward", "ms_deform_attn_backward"),
+        ("ms_deform_attn.cpp", "cuda/ms_deform_attn_cuda.cu"),
+    ),
+}
 PYTORCH_SRC = Path("mmcv/ops/csrc/pytorch")
+CUDABIND = "cuda/cudabind.cpp"
 PYBIND = PYTORCH_SRC / "pybind.cpp"
 FULL_OPS_HINT = "nox -s upstream_env -- --full-ops"
 MODULE_START = "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"
@@ -37,7 +62,7 @@ static PyObject *streampetr_op_not_compiled = nullptr;
 [[noreturn]] static void streampetr_not_compiled(const char *name) {
   PyErr_Format(streampetr_op_not_compiled,
                "mmcv op '%s' is not compiled in this mmcv-full build: it holds only the ops the "
-               "CPU StreamPETR stack calls (streampetr-dali's reduced op set). Build the full set "
+               "%WHAT% (streampetr-dali's reduced op set). Build the full set "
                "with `%s`.", name, "%HINT%");
   throw py::error_already_set();
 }
@@ -51,6 +76,11 @@ EXCEPTION_SETUP = """  streampetr_op_not_compiled = PyErr_NewExceptionWithDoc(
   m.attr("COMPILED_OPS") = py::make_tuple(%NAMES%);
 """
 DEF_NAME = re.compile(r'm\.def\(\s*"(\w+)"')
+# What the stub's message says the build holds (the CPU text is the one CPU wheels were keyed by).
+WHAT = {False: "CPU StreamPETR stack calls", True: "StreamPETR configs reach on CUDA"}
+DISPATCH_KEY = re.compile(r"DISPATCH_DEVICE_IMPL\(\s*(\w+)")
+REGISTER = re.compile(r"REGISTER_DEVICE_IMPL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)")
+IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -62,17 +92,27 @@ class Reduction:
     units: tuple[str, ...]  # the .cpp files compiled, relative to mmcv/ops/csrc/pytorch
 
 
-def kept_names() -> tuple[str, ...]:
-    return tuple(name for names, _ in KEPT.values() for name in names)
+def kept(cuda: bool = False) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    return KEPT_CUDA if cuda else KEPT
 
 
-def kept_units() -> tuple[str, ...]:
-    return ("pybind.cpp", *(src for _, sources in KEPT.values() for src in sources))
+def kept_names(cuda: bool = False) -> tuple[str, ...]:
+    return tuple(name for names, _ in kept(cuda).values() for name in names)
 
 
-def label() -> str:
+def kept_units(cuda: bool = False) -> tuple[str, ...]:
+    """The units listed by the set (a CUDA set also keeps the CPU units registering its ops)."""
+    extra = (CUDABIND,) if cuda else ()
+    return ("pybind.cpp", *(src for _, sources in kept(cuda).values() for src in sources), *extra)
+
+
+def _helper(cuda: bool) -> str:
+    return STUB_HELPER.replace("%WHAT%", WHAT[cuda])
+
+
+def label(cuda: bool = False) -> str:
     """A short key of the kept set, for the wheel cache folder: another set is another wheel."""
-    text = repr(sorted((op, names, srcs) for op, (names, srcs) in KEPT.items())) + STUB_HELPER
+    text = repr(sorted((op, names, srcs) for op, (names, srcs) in kept(cuda).items())) + _helper(cuda)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -111,7 +151,9 @@ def _statements(body: str, where: str) -> list[str]:
         i = end + 1
 
 
-def rewrite_pybind(text: str, keep: tuple[str, ...], where: str = str(PYBIND)) -> tuple[str, tuple[str, ...]]:
+def rewrite_pybind(
+    text: str, keep: tuple[str, ...], where: str = str(PYBIND), cuda: bool = False
+) -> tuple[str, tuple[str, ...]]:
     """`pybind.cpp` registering `keep` as they are and every other name as a raising stub; returns
     the new text and the stubbed names. Raises EnvBuildError naming `where` when a kept name is
     absent or the module body is not the plain list of `m.def` that mmcv-full 1.6.0 has."""
@@ -138,23 +180,147 @@ def rewrite_pybind(text: str, keep: tuple[str, ...], where: str = str(PYBIND)) -
                 f'  m.def("{name}", [](py::args, py::kwargs) -> py::object {{ '
                 f'streampetr_not_compiled("{name}"); }}, "not compiled (reduced op set)");\n'
             )
-    helper = STUB_HELPER.replace("%HINT%", FULL_OPS_HINT)
+    helper = _helper(cuda).replace("%HINT%", FULL_OPS_HINT)
     new = text[:start] + helper + MODULE_START + "\n" + "".join(lines) + "}\n"
     return new, tuple(stubbed)
 
 
-def reduce_sources(src: Path) -> Reduction:
+def _items(text: str) -> list[str]:
+    """The top-level items of a C++ file, verbatim: preprocessor lines, declarations and statements
+    up to `;`, definitions up to their closing brace (and a `;` after it). Comments and string
+    literals are skipped over; their text stays in the item."""
+    items, start, i, depth = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        if text.startswith("/*", i):
+            i = text.index("*/", i) + 2
+            continue
+        if c in "\"'":
+            j = i + 1
+            while text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "#" and depth == 0 and not text[start:i].strip():
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            items.append(text[start:i])
+            start = i
+            continue
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+            macro = (
+                c == ")" and depth == 0 and _code(text[start:i]).strip().startswith("REGISTER_DEVICE_IMPL")
+            )
+            if (c == "}" or macro) and depth == 0:  # mmcv leaves the `;` off two registrations
+                after = i + 1
+                while after < len(text) and text[after] in " \t":
+                    after += 1
+                i = after + 1 if text.startswith(";", after) else i + 1
+                items.append(text[start:i])
+                start = i
+                continue
+        elif c == ";" and depth == 0:
+            items.append(text[start : i + 1])
+            start = i + 1
+        i += 1
+    if text[start:].strip():
+        items.append(text[start:])
+    return items
+
+
+def _code(item: str) -> str:
+    """An item without its comments (and string contents), for name lookups."""
+    item = re.sub(r"/\*.*?\*/", " ", item, flags=re.S)
+    item = re.sub(r"//[^\n]*", " ", item)
+    return re.sub(r'"(?:\\.|[^"\\])*"', '""', item)
+
+
+def _declared_name(code: str) -> str | None:
+    """The name a function declaration or definition introduces: the identifier before its `(`."""
+    head = code.split("(", 1)[0] if "(" in code else ""
+    names = IDENT.findall(head)
+    return names[-1] if names else None
+
+
+def cut_cudabind(text: str, impl_keys: set[str], where: str = CUDABIND) -> tuple[str, tuple[str, ...]]:
+    """`cuda/cudabind.cpp` with only what the ops of `impl_keys` (their `*_impl` dispatch keys) need:
+    their `REGISTER_DEVICE_IMPL(key, CUDA, fn)` lines, the definitions those `fn` reach and the
+    declarations they use. Returns the new text and the functions it leaves to the `.cu` files
+    (declared, used, not defined here). Raises EnvBuildError naming `where` when a key has no CUDA
+    registration."""
+    items = _items(text)
+    codes = [_code(item) for item in items]
+    defined = {n: i for i, c in enumerate(codes) if "{" in c and (n := _declared_name(c))}
+    declared = {_declared_name(c) for c in codes if "{" not in c and "(" in c and not REGISTER.search(c)}
+    registered = {m.group(1): m.group(3) for c in codes if (m := REGISTER.search(c)) and m.group(2) == "CUDA"}
+    missing = sorted(impl_keys - set(registered))
+    if missing:
+        raise EnvBuildError(f"{where}: no CUDA registration of {', '.join(missing)}; not mmcv-full 1.6.0?")
+    needed = {registered[k] for k in impl_keys}
+    todo = [n for n in needed if n in defined]
+    while todo:
+        for name in IDENT.findall(codes[defined[todo.pop()]].split("{", 1)[1]):
+            if (name in defined or name in declared) and name not in needed:
+                needed.add(name)
+                if name in defined:
+                    todo.append(name)
+    out = []
+    for item, code in zip(items, codes, strict=True):
+        stripped = code.strip()
+        if not stripped or stripped.startswith("#"):
+            out.append(item)
+        elif m := REGISTER.search(code):
+            if m.group(1) in impl_keys and m.group(2) == "CUDA":
+                out.append(item)
+        elif "(" in code and _declared_name(code) not in needed | impl_keys:
+            continue  # another op's declaration or definition
+        else:
+            out.append(item)
+    return "".join(out) + "\n", tuple(sorted(needed - set(defined)))
+
+
+def _impl_keys(root: Path, units: Iterable[str]) -> set[str]:
+    return {k for u in units if u.endswith(".cpp") for k in DISPATCH_KEY.findall((root / u).read_text())}
+
+
+def reduce_sources(src: Path, cuda: bool = False) -> Reduction:
     """Turn an unpacked mmcv-full sdist at `src` into the reduced build: rewrite pybind.cpp and
-    delete the sources of the ops left out (setup.py compiles whatever .cpp it finds)."""
+    delete the sources of the ops left out (setup.py compiles whatever .cpp/.cu it finds). A CUDA
+    set also cuts cuda/cudabind.cpp to its ops and keeps the CPU units that register them."""
     root = src / PYTORCH_SRC
-    units = kept_units()
+    units = kept_units(cuda)
     absent = [u for u in units if not (root / u).is_file()]
     if absent:
         raise EnvBuildError(f"{root}: the reduced op set's sources {', '.join(absent)} are missing")
     pybind = src / PYBIND
-    text, stubbed = rewrite_pybind(pybind.read_text(), kept_names(), str(pybind))
+    text, stubbed = rewrite_pybind(pybind.read_text(), kept_names(cuda), str(pybind), cuda)
     pybind.write_text(text)
-    for cpp in [*root.glob("*.cpp"), *root.glob("cpu/*.cpp")]:
-        if str(cpp.relative_to(root)) not in units:
-            cpp.unlink()
-    return Reduction(compiled_ops=kept_names(), stubbed_ops=stubbed, units=units)
+    if cuda:
+        keys = _impl_keys(root, units)
+        cpu = [
+            str(p.relative_to(root))
+            for p in sorted(root.glob("cpu/*.cpp"))
+            if any(m.group(1) in keys and m.group(2) == "CPU" for m in REGISTER.finditer(p.read_text()))
+        ]
+        units = (*units, *cpu)
+        bind = root / CUDABIND
+        cut, external = cut_cudabind(bind.read_text(), keys, str(bind))
+        bind.write_text(cut)
+        kernels = "".join((root / u).read_text() for u in units if u.endswith(".cu"))
+        undefined = [f for f in external if not re.search(rf"\b{f}\s*\(", kernels)]
+        if undefined:
+            raise EnvBuildError(
+                f"{bind}: the kept ops need {', '.join(undefined)}; no kept .cu file defines it"
+            )
+    globs = ("*.cpp", "cpu/*.cpp", *(("cuda/*.cu", "cuda/*.cpp") if cuda else ()))  # a CPU build skips cuda/
+    for path in [p for g in globs for p in root.glob(g)]:
+        if str(path.relative_to(root)) not in units:
+            path.unlink()
+    return Reduction(compiled_ops=kept_names(cuda), stubbed_ops=stubbed, units=units)

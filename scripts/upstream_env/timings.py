@@ -25,6 +25,8 @@ REFERENCE: dict[str, tuple[float, bool]] = {
     "torch": (64.0, False),
     "mmcv-reduced": (51.7, True),
     "mmcv-full": (864.7, True),
+    # CUDA ops, 4 arches, nvcc from the index: the CUDA op set, 2026-12-03 at load 4.5 (242.7 CPU-s).
+    "mmcv-cuda-reduced": (214.3, True),
     "mmdet3d": (6.2, False),
     "requirements": (51.5, False),
     "check": (6.4, False),

@@ -64,7 +64,8 @@ def source_built_wheels() -> tuple[Path, Path, dict]:
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
         stamp = read_stamp(ENV_DIR) or {}  # the env's ops choices: its very wheel (reduced or full)
-        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, stamp.get("cuda"), bool(stamp.get("full_ops")))
+        choices = (stamp.get("cuda"), bool(stamp.get("full_ops")), stamp.get("arch_list"))
+        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, *choices)
         mmdet3d_dir = ensure_mmdet3d_wheel(env_python(ENV_DIR), log)
     finally:
         log.close()
@@ -102,6 +103,11 @@ def collect_upstream(python: str, out: Path) -> list[Locked]:
         header("upstream (--no-deps part)", "upstream_env"),
     )
     shutil.copy2(wheel_cache() / "sdist" / SDIST, out / SDIST)
+    for lock in sorted((ROOT / "constraints").glob("cuda-toolkit-*.txt")):  # nvcc for CUDA ops offline
+        run_pip(
+            python, ["download", "-q", "--no-deps", "--require-hashes", "-d", out, "-r", lock], f"{lock.name}"
+        )
+        shutil.copy2(lock, out / "locks" / lock.name)
     (mmcv,) = mmcv_dir.glob("mmcv_full-*.whl")
     facts = {
         "mmcv-full": {"file": mmcv.name, "cache_dir": mmcv_dir.name, "build_info": info},

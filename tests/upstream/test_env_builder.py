@@ -10,14 +10,20 @@ from pathlib import Path
 
 import pytest
 from upstream_env import EnvBuildError
-from upstream_env.build import digest
+from upstream_env.build import Choices, digest
 from upstream_env.mmcv_wheel import _patch_std, cxx_std, flavour, want_cuda_ops
 from upstream_env.runlog import BuildLog, first_error
 from upstream_run.check_run import main as check_run_main
 from upstream_run.check_run import non_finite, summary
 from upstream_run.train import parse_args, train_command
 
-INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+INFO = {
+    "py": "311",
+    "torch": "2.14.1+cu130",
+    "cuda": "13.0",
+    "cuda_available": False,
+    "torch_site": "/nowhere",
+}
 
 
 def test_first_error_prefers_the_compiler_diagnostic_over_pips_summary() -> None:
@@ -59,7 +65,8 @@ def test_cxx_standard_follows_torch_headers() -> None:
 def test_wheel_cache_key_separates_torch_and_ops_flavour() -> None:
     cpu = flavour(INFO, cuda_ops=False)
     assert cpu == "cp311-torch2.14.1+cu130-cpuops-c++20-r1"
-    assert flavour(INFO, cuda_ops=True) != cpu
+    assert flavour(INFO, cuda_ops=True) == "cp311-torch2.14.1+cu130-cu13.0ops-arch8.0_8.6_8.9_9.0-c++20-r1"
+    assert flavour(INFO, cuda_ops=True, arches=("9.0",)) != flavour(INFO, cuda_ops=True)
     assert flavour({**INFO, "torch": "2.13.0+cpu"}, cuda_ops=False) != cpu
     assert want_cuda_ops(INFO, None) is False
     assert want_cuda_ops(INFO, True) is True
@@ -78,6 +85,10 @@ def test_patch_std_rewrites_every_cxx14_flag(tmp_path: Path) -> None:
 def test_env_stamp_is_stable_and_depends_on_the_ops_choice() -> None:
     assert digest(None) == digest(None)
     assert digest(None) != digest(True)
+    assert digest(Choices(cuda=True, arch_list=("9.0",))) != digest(Choices(cuda=True))
+    assert digest(Choices(cuda=False, arch_list=("9.0",))) == digest(Choices(cuda=False)), "CPU ops: no arch"
+    assert digest(Choices(cuda=True, toolkit="index")) == digest(Choices(cuda=True)), "the same wheel"
+    assert digest(Choices(torch_from="/usr/bin/python3")) != digest(Choices())
 
 
 def _write_log(work_dir: Path, records: list[dict]) -> None:
@@ -129,6 +140,7 @@ class FakeLog:
 
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
+        self.envs: list[dict] = []
 
     def say(self, message: str) -> None:
         pass
@@ -140,7 +152,10 @@ class FakeLog:
         assert (
             "-std=c++20" in (src / "setup.py").read_text() and "c++14" not in (src / "setup.py").read_text()
         )
-        assert env["CUDA_VISIBLE_DEVICES"] == "" and env["FORCE_CUDA"] == "0" and env["MMCV_WITH_OPS"] == "1"
+        self.envs.append(env)
+        assert env["MMCV_WITH_OPS"] == "1"
+        if env["FORCE_CUDA"] == "0":
+            assert env["CUDA_VISIBLE_DEVICES"] == "", "a CPU build hides GPUs from setup.py"
         out = Path(cmd[cmd.index("-w") + 1])
         out.mkdir(parents=True)
         (out / "mmcv_full-1.6.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"wheel")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from build_recorder import record_builds
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
 from upstream_env.build import STAMP, digest, is_current, read_stamp, resolve_cuda
@@ -27,13 +28,19 @@ def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
     env = tmp_path / "env"
     (env / "bin").mkdir(parents=True)
     (env / "bin" / "python").write_text("")
-    builder._write_stamp(env, cuda)
+    builder._write_stamp(env, builder.Choices(cuda=cuda))
     return env
 
 
 def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(tmp_path: Path) -> None:
     env = _built_env(tmp_path, True)
-    assert read_stamp(env) == {"digest": digest(True), "cuda": True, "full_ops": False}
+    stamp = read_stamp(env)
+    assert stamp is not None and stamp["digest"] == digest(True)
+    assert (stamp["cuda"], stamp["full_ops"], stamp["arch_list"]) == (
+        True,
+        False,
+        ["8.0", "8.6", "8.9", "9.0"],
+    )
     assert is_current(env) and is_current(env, True)
     assert not is_current(env, False), "--no-cuda after --cuda rebuilds"
     cpu = _built_env(tmp_path / "cpu", None)
@@ -48,36 +55,21 @@ def test_an_older_or_broken_stamp_means_rebuild(tmp_path: Path) -> None:
     assert not is_current(env)
 
 
-def _record_builds(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
-    """Replace the install steps with a recorder that writes the stamp as a real build does."""
-    builds: list[bool | None] = []
-
-    def fake_build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
-        builds.append(cuda)
-        (env / "bin").mkdir(parents=True, exist_ok=True)
-        python.write_text("")
-        builder._write_stamp(env, cuda)
-        return python
-
-    monkeypatch.setattr(builder, "_build", fake_build)
-    return builds
-
-
 def test_cuda_then_a_plain_build_does_not_rebuild(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    builds = _record_builds(monkeypatch)
+    builds = record_builds(monkeypatch)
     env = str(tmp_path / "env")
     assert cli.main(["build", "--env", env, "--cuda"]) == 0  # nox -s upstream_env -- --cuda
     assert cli.main(["build", "--env", env]) == 0  # nox -s train_dali builds without a flag
-    assert builds == [True], "the second build found the CUDA-ops env current"
+    assert [b.cuda for b in builds] == [True], "the second build found the CUDA-ops env current"
     assert cli.main(["build", "--env", env, "--no-cuda"]) == 0
     assert cli.main(["build", "--env", env]) == 0
-    assert builds == [True, False]
+    assert [b.cuda for b in builds] == [True, False]
     assert json.loads((tmp_path / "env" / STAMP).read_text())["cuda"] is False
 
 
 def test_clean_keeps_the_recorded_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    builds = _record_builds(monkeypatch)
+    builds = record_builds(monkeypatch)
     env = str(tmp_path / "env")
     assert cli.main(["build", "--env", env, "--cuda"]) == 0
     assert cli.main(["build", "--env", env, "--clean"]) == 0
-    assert builds == [True, True], "the env was deleted and rebuilt with CUDA ops again"
+    assert [b.cuda for b in builds] == [True, True], "the env was deleted and rebuilt with CUDA ops again"

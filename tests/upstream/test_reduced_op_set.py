@@ -15,14 +15,24 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from build_recorder import record_builds
 from upstream_env import EnvBuildError, op_set
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
 from upstream_env.build import BUILDER_MODULES, STAMP, digest
-from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, check_cached, flavour, reduced_ops
+from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, check_cached, expected_facts, flavour, reduced_ops
 from upstream_env.paths import wheel_cache
 
 INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+CUDA_UNITS = [
+    "cuda/cudabind.cpp",
+    "cuda/focal_loss_cuda.cu",
+    "cuda/ms_deform_attn_cuda.cu",
+    "focal_loss.cpp",
+    "info.cpp",
+    "ms_deform_attn.cpp",
+    "pybind.cpp",
+]
 DEF = re.compile(r'^\s*m\.def\("(\w+)"', re.M)
 
 
@@ -99,11 +109,16 @@ def test_reduce_sources_names_a_missing_kept_source(tmp_path: Path) -> None:
 def test_a_reduced_wheel_has_its_own_cache_key_and_never_a_cuda_one() -> None:
     full, reduced = flavour(INFO, cuda_ops=False), flavour(INFO, cuda_ops=False, reduced=True)
     assert full == "cp311-torch2.14.1+cu130-cpuops-c++20-r1", "the full CPU key is unchanged"
-    assert reduced == f"cp311-torch2.14.1+cu130-cpuops-reduced-{op_set.label()}-c++20-r1"
-    assert flavour(INFO, cuda_ops=True, reduced=True) == flavour(INFO, cuda_ops=True)
+    assert reduced == "cp311-torch2.14.1+cu130-cpuops-reduced-dd98c24a-c++20-r1", "CPU wheels keep their key"
+    cuda_reduced = flavour(INFO, cuda_ops=True, reduced=True)
+    assert (
+        cuda_reduced
+        == f"cp311-torch2.14.1+cu130-cu13.0ops-reduced-{op_set.label(True)}-arch8.0_8.6_8.9_9.0-c++20-r1"
+    )
+    assert cuda_reduced != flavour(INFO, cuda_ops=True) and op_set.label(True) != op_set.label()
     assert reduced_ops(cuda_ops=False, full_ops=False)
-    assert not reduced_ops(cuda_ops=True, full_ops=False), "CUDA-ops builds compile every op"
-    assert not reduced_ops(cuda_ops=False, full_ops=True)
+    assert reduced_ops(cuda_ops=True, full_ops=False), "a CUDA build compiles the CUDA set by default"
+    assert not reduced_ops(cuda_ops=False, full_ops=True) and not reduced_ops(cuda_ops=True, full_ops=True)
 
 
 def _cached(tmp_path: Path, facts: dict | str) -> Path:
@@ -114,23 +129,26 @@ def _cached(tmp_path: Path, facts: dict | str) -> Path:
 
 
 def test_cached_build_facts_must_match_the_folders_op_set(tmp_path: Path) -> None:
-    reduced = {"op_set": "reduced", "compiled_ops": list(op_set.kept_names())}
-    check_cached(_cached(tmp_path, reduced), reduced=True)
-    check_cached(_cached(tmp_path, {"cxx_std": "c++20"}), reduced=False)  # wheels from before op_set
-    check_cached(_cached(tmp_path, {"op_set": "full"}), reduced=False)
-    with pytest.raises(EnvBuildError, match="op set is 'reduced'.*the full set's"):
-        check_cached(_cached(tmp_path, reduced), reduced=False)
-    with pytest.raises(EnvBuildError, match="op set is 'full'.*the reduced set's"):
-        check_cached(_cached(tmp_path, {"op_set": "full"}), reduced=True)
-    with pytest.raises(EnvBuildError, match="op set is 'reduced'"):
-        check_cached(_cached(tmp_path, {**reduced, "compiled_ops": ["nms"]}), reduced=True)
+    want_reduced, want_full = (expected_facts(INFO, False, r, ()) for r in (True, False))
+    reduced = {"op_set": "reduced", "compiled_ops": list(op_set.kept_names()), "cuda_ops": False}
+    check_cached(_cached(tmp_path, reduced), want_reduced)
+    check_cached(_cached(tmp_path, {"cxx_std": "c++20"}), want_full)  # wheels from before op_set
+    check_cached(_cached(tmp_path, {"op_set": "full"}), want_full)
+    with pytest.raises(EnvBuildError, match="op set is 'reduced'.*op_set 'reduced' \\(its folder: 'full'\\)"):
+        check_cached(_cached(tmp_path, reduced), want_full)
+    with pytest.raises(EnvBuildError, match="op set is 'full'.*op_set 'full' \\(its folder: 'reduced'\\)"):
+        check_cached(_cached(tmp_path, {"op_set": "full"}), want_reduced)
+    with pytest.raises(EnvBuildError, match="op set is 'reduced'.*compiled_ops"):
+        check_cached(_cached(tmp_path, {**reduced, "compiled_ops": ["nms"]}), want_reduced)
+    with pytest.raises(EnvBuildError, match="cuda_ops True"):
+        check_cached(_cached(tmp_path, {**reduced, "cuda_ops": True}), want_reduced)
     with pytest.raises(EnvBuildError, match="unreadable build facts"):
-        check_cached(_cached(tmp_path, "{not json"), reduced=True)
+        check_cached(_cached(tmp_path, "{not json"), want_reduced)
 
 
 def test_digest_follows_the_op_set_but_not_the_progress_code() -> None:
     assert digest(False) != digest(False, full_ops=True)
-    assert digest(True) == digest(True, full_ops=True), "CUDA builds are full either way"
+    assert digest(True) != digest(True, full_ops=True), "CUDA builds have a reduced set too"
     here = Path(builder.__file__).parent
     assert all((here / name).is_file() for name in BUILDER_MODULES)
     assert "op_set.py" in BUILDER_MODULES
@@ -140,22 +158,63 @@ def test_digest_follows_the_op_set_but_not_the_progress_code() -> None:
 def test_full_ops_is_kept_by_later_builds_like_the_cuda_choice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builds: list[tuple[bool | None, bool]] = []
-
-    def fake_build(env: Path, python: Path, cuda: bool | None, full_ops: bool = False) -> Path:
-        builds.append((cuda, full_ops))
-        (env / "bin").mkdir(parents=True, exist_ok=True)
-        python.write_text("")
-        builder._write_stamp(env, cuda, full_ops)
-        return python
-
-    monkeypatch.setattr(builder, "_build", fake_build)
+    builds = record_builds(monkeypatch)
     env = str(tmp_path / "env")
     assert cli.main(["build", "--env", env]) == 0
     assert cli.main(["build", "--env", env, "--full-ops"]) == 0
     assert cli.main(["build", "--env", env]) == 0, "train_dali after --full-ops keeps the full set"
     assert cli.main(["build", "--env", env, "--clean"]) == 0
-    assert builds == [(None, False), (None, True), (None, True)]
+    assert [(b.cuda, b.full_ops) for b in builds] == [(None, False), (None, True), (None, True)]
     assert json.loads((tmp_path / "env" / STAMP).read_text())["full_ops"] is True
     assert cli.main(["build", "--env", env, "--reduced-ops"]) == 0
-    assert builds[-1] == (None, False)
+    assert (builds[-1].cuda, builds[-1].full_ops) == (None, False)
+
+
+def test_the_cuda_set_keeps_its_units_and_cuts_cudabind_to_them(sdist_tree: Path, tmp_path: Path) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(sdist_tree, src)
+    root = src / op_set.PYTORCH_SRC
+    bind = (root / op_set.CUDABIND).read_text()
+    assert len(list(root.glob("cuda/*.cu"))) == 50 and len(op_set.REGISTER.findall(bind)) == 88
+    cut = op_set.reduce_sources(src, cuda=True)
+    left = sorted(str(p.relative_to(root)) for g in ("*.cpp", "cpu/*.cpp", "cuda/*") for p in root.glob(g))
+    assert left == sorted(cut.units) == CUDA_UNITS, "no CPU kernel registers focal loss or ms_deform_attn"
+    assert (
+        cut.compiled_ops == op_set.kept_names(cuda=True)
+        and len(cut.stubbed_ops) + len(cut.compiled_ops) == 99
+    )
+    new = (root / op_set.CUDABIND).read_text()
+    keys = {
+        k
+        for u in ("focal_loss.cpp", "ms_deform_attn.cpp")
+        for k in op_set.DISPATCH_KEY.findall((root / u).read_text())
+    }
+    assert {m[0] for m in op_set.REGISTER.findall(new)} == keys and len(keys) == 6
+    kernels = (root / "cuda/focal_loss_cuda.cu").read_text() + (
+        root / "cuda/ms_deform_attn_cuda.cu"
+    ).read_text()
+    _, external = op_set.cut_cudabind(bind, keys)
+    assert external and all(re.search(rf"\b{f}\s*\(", kernels) for f in external), external
+    for other in ("NMSCUDAKernelLauncher", "roi_align_forward_cuda", "hard_voxelize_forward_impl"):
+        assert other in bind and other not in new, f"{other}: another op's binding is cut"
+
+
+def test_a_cuda_set_missing_a_kernel_or_a_registration_is_a_named_error(
+    sdist_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(sdist_tree, src)
+    names, _ = op_set.KEPT_CUDA["focal_loss"]
+    monkeypatch.setitem(op_set.KEPT_CUDA, "focal_loss", (names, ("focal_loss.cpp",)))  # its .cu forgotten
+    with pytest.raises(
+        EnvBuildError, match="cudabind.cpp: the kept ops need SigmoidFocalLossBackwardCUDAKernelLauncher"
+    ):
+        op_set.reduce_sources(src, cuda=True)
+    with pytest.raises(EnvBuildError, match="cudabind.cpp: no CUDA registration of made_up_impl"):
+        op_set.cut_cudabind(
+            (sdist_tree / op_set.PYBIND).parent.joinpath(op_set.CUDABIND).read_text(), {"made_up_impl"}
+        )

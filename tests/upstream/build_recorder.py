@@ -1,0 +1,24 @@
+"""Shared by the env builder's CLI tests: the install steps replaced by a recorder that writes the
+stamp as a real build does (no venv, no pip)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from upstream_env import build as builder
+
+
+def record_builds(monkeypatch: pytest.MonkeyPatch) -> list[builder.Choices]:
+    """The choices of every build that would have run, in order."""
+    builds: list[builder.Choices] = []
+
+    def fake_build(env: Path, python: Path, choices: builder.Choices) -> Path:
+        builds.append(choices)
+        (env / "bin").mkdir(parents=True, exist_ok=True)
+        python.write_text("")
+        builder._write_stamp(env, choices)
+        return python
+
+    monkeypatch.setattr(builder, "_build", fake_build)
+    return builds
