@@ -10,5 +10,7 @@ files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, neve
   project's one file hash (``sha256``)
 - :mod:`.node`        the node's python and torch, and the kit's venv on them
 - :mod:`.steps`       numbered steps, the commands they run, ``CheckError``
+- :mod:`.stack`       ``--stack``: the OpenMMLab env on the node's torch from a stack kit, then the GPU
+  tests, training on both loaders, evaluation and the benchmark (it runs the project's unpacked sources)
 - :mod:`.plugin`      the pytest plugin the runner loads instead of ``tests/conftest.py``
 """

@@ -76,6 +76,8 @@ def manifest_problem(manifest: dict) -> str | None:
                 return f"{where}: name {item.get('name')!r} is not a plain file name"
             if not _count(item.get("size")) or not _digest(item.get("sha256")):
                 return f"{where}: size or sha256 missing or malformed"
+            if "bundle" in item and not _plain_name(item["bundle"]):
+                return f"{where}: bundle {item['bundle']!r} is not a plain folder name"
     locks = manifest.get("locks", {})
     if not isinstance(locks, dict) or not all(isinstance(k, str) and _plain_name(locks[k]) for k in locks):
         return f"locks {locks!r} does not map python tags to plain file names"
@@ -83,7 +85,23 @@ def manifest_problem(manifest: dict) -> str | None:
         return f"source {manifest['source']!r} is not a plain file name"
     if "dali_cuda" in manifest and not _count(manifest["dali_cuda"]):
         return f"dali_cuda {manifest['dali_cuda']!r} is not a CUDA major version"
+    if not isinstance(manifest.get("parts_beside", False), bool):
+        return f"parts_beside {manifest['parts_beside']!r} is not true or false"
+    stack = manifest.get("stack", {})
+    names = [stack.get(k) for k in ("nodeps", "source_built", "applied", "applied_facts")] if stack else []
+    if not isinstance(stack, dict) or not all(_plain_name(n) for n in names):
+        return "stack does not name its files by plain file names"
     return None
+
+
+def parts_root(kit: Path, manifest: dict) -> Path:
+    """Where the parts are: ``<kit>/<parts_dir>``, or beside the kit folder (``parts_beside``: a stack
+    kit's bundles, each a folder of its own next to the runner's)."""
+    return (kit.parent if manifest.get("parts_beside") else kit) / manifest["parts_dir"]
+
+
+def part_path(root: Path, part: dict) -> Path:
+    return root / part["bundle"] / part["name"] if "bundle" in part else root / part["name"]
 
 
 def verify_part(part: Path, want: dict) -> None:
@@ -100,25 +118,36 @@ def verify_part(part: Path, want: dict) -> None:
         )
 
 
-def reassemble(kit: Path, manifest: dict, wheels: Path, other: Path) -> list[Path]:
-    """Every file of the manifest rebuilt from its verified parts, then verified whole: the wheels
-    under ``wheels`` (pip's --find-links), the locks and the sources under ``other``."""
+def reassemble(
+    kit: Path,
+    manifest: dict,
+    wheels: Path,
+    other: Path,
+    only: set[str] | None = None,
+    root: Path | None = None,
+) -> list[Path]:
+    """Every file of the manifest (``only``: those named) rebuilt from its verified parts, then
+    verified whole: the wheels under ``wheels`` (pip's --find-links), the rest under ``other``. The
+    parts are looked up under ``root`` (default: :func:`parts_root`)."""
+    root = root or parts_root(kit, manifest)
     out = []
     for entry in manifest["files"]:
+        if only is not None and entry["name"] not in only:
+            continue
         dest = wheels if entry["name"].endswith(".whl") else other
         dest.mkdir(parents=True, exist_ok=True)
         target = dest / entry["name"]
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
         for want in entry["parts"]:
-            verify_part(kit / manifest["parts_dir"] / want["name"], want)
-        first = kit / manifest["parts_dir"] / entry["parts"][0]["name"]
+            verify_part(part_path(root, want), want)
+        first = part_path(root, entry["parts"][0])
         if len(entry["parts"]) == 1 and entry["parts"][0]["sha256"] == entry["sha256"]:
             link_or_copy(first, partial)  # the part is the file, verified above
         else:
             with partial.open("wb") as fh:
                 for want in entry["parts"]:
-                    with (kit / manifest["parts_dir"] / want["name"]).open("rb") as src:
+                    with part_path(root, want).open("rb") as src:
                         shutil.copyfileobj(src, fh, 1 << 20)
         digest = sha256(partial) if len(entry["parts"]) > 1 else entry["sha256"]
         if digest != entry["sha256"]:

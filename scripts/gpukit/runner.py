@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .node import make_venv, probe
 from .parts import load_manifest, reassemble, unpack
+from .stack import STEPS, run_stack
 from .steps import CheckError, Steps, run
 
 # --quick: 4 scenes (3 training scenes: the 8 streams of the ACCV-like batch) of 4 key frames.
@@ -46,9 +47,31 @@ def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Nam
         "--allow-cuda-mismatch", action="store_true",
         help="run although the kit's DALI is for another CUDA major than the node's torch",
     )  # fmt: skip
+    stack = ap.add_argument_group("stack mode (a stack kit: the OpenMMLab env on the node's torch)")
+    stack.add_argument("--stack", action="store_true", help="build the env, train, evaluate, benchmark")
+    stack.add_argument(
+        "--until", choices=STEPS, help="stop after this step (a background run while parts travel)"
+    )
+    stack.add_argument(
+        "--parts", type=Path, help="the folder holding the parts' bundles (default: the kit's)"
+    )
+    stack.add_argument(
+        "--results", type=Path, help="stack-run.json, tests.xml, bench.json/png (default: work)"
+    )
+    stack.add_argument("--iters", type=int, default=20, help="training iterations per loader (default 20)")
+    stack.add_argument("--workers", type=int, default=4, help="DataLoader workers of train_torch (default 4)")
+    stack.add_argument(
+        "--config", help="training config of upstream_run train (default smoke; --quick: small)"
+    )
+    stack.add_argument(
+        "--cuda-arch", default="9.0", help="TORCH_CUDA_ARCH_LIST of mmcv's ops (9.0: H100/H200)"
+    )
+    stack.add_argument("--bench-workers", default="1,2,4,8,16", help="the DataLoader rows of the benchmark")
+    stack.add_argument("--bench-threads", default="4", help="DALI's CPU threads in its GPU rows (default 4)")
     args = ap.parse_args(argv)
     if args.kit is None:
         ap.error("--kit is needed outside a kit folder (there gpu_check.py passes its own)")
+    args.config = args.config or ("small" if args.quick else "smoke")
     return args
 
 
@@ -72,6 +95,8 @@ def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
     args = parse_args(argv, default_kit)
     kit = args.kit.resolve()
     work = (args.work or kit / "work").resolve()
+    if args.stack:
+        return stack_main(args, kit, work)
     steps = Steps(6)
     t0 = time.monotonic()
     try:
@@ -149,6 +174,30 @@ def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
         return 1
     half = "GPU and CPU" if gpu else "CPU half only (no CUDA device)"
     print(f"gpu_check PASSED ({half}) in {time.monotonic() - t0:.0f} s; results in {work / 'results'}")
+    return 0
+
+
+def stack_main(args: argparse.Namespace, kit: Path, work: Path) -> int:
+    """``--stack``: the node's probe, then :func:`gpukit.stack.run_stack`."""
+    steps = Steps(len(STEPS[: STEPS.index(args.until) + 1] if args.until else STEPS) + 1)
+    t0 = time.monotonic()
+    try:
+        started = steps.begin("the node's python and torch")
+        node = probe(args.python)
+        manifest = load_manifest(kit)
+        gpu = f"{node['devices']} GPU(s)" + (f": {node['gpu']}" if node["gpu"] else "")
+        print(f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), {gpu}; "
+              f"kit: DALI for CUDA {manifest['dali_cuda']}")  # fmt: skip
+        require_a_matching_kit(node, manifest, args.allow_cuda_mismatch)
+        if not node["cuda_available"]:
+            print("GPU half skipped: torch sees no CUDA device (CPU ops, CPU loaders, the GPU tests skip)")
+        steps.end("probe", started)
+        summary = run_stack(args, kit, work, node, manifest, steps)
+    except CheckError as exc:
+        print(f"gpu_check --stack FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)
+        return 1
+    done = f"up to {args.until}" if args.until else "every step"
+    print(f"gpu_check --stack PASSED ({done}) in {time.monotonic() - t0:.0f} s; summary {summary}")
     return 0
 
 

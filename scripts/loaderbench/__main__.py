@@ -42,6 +42,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--accv-full", action="store_true", help="sweep accv like r50 (default: 2 cores only)")
     ap.add_argument("--no-variants", action="store_true", help="skip the DALI setting variants")
     ap.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto", help="add DALI on GPU")
+    ap.add_argument(
+        "--workers", default="", help="DataLoader worker counts for every profile, e.g. 1,2,4,8,16"
+    )
+    ap.add_argument("--threads", default="", help="DALI thread counts for every profile (and the GPU rows)")
+    ap.add_argument("--no-dali-cpu", action="store_true", help="leave out DALI's CPU rows (a GPU sweep)")
     ap.add_argument("--no-floor", action="store_true", help="skip the decode floor")
     ap.add_argument(
         "--dali", action="append", default=[], metavar="KEY=VALUE",
@@ -99,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     info = meta(args, data_root)
     load_start = os.getloadavg()
     print(f"loaderbench: data {data_root}, load average {load_start[0]:.2f}", flush=True)
-    todo = [c for c in sweep(profiles, gpu, args.accv_full, not args.no_variants) if args.only in c.name]
+    counts = {k: tuple(int(n) for n in v.split(",") if n.strip()) or None
+              for k, v in (("workers", args.workers), ("threads", args.threads))}  # fmt: skip
+    todo = sweep(profiles, gpu, args.accv_full, not args.no_variants, dali_cpu=not args.no_dali_cpu, **counts)
+    todo = [c for c in todo if args.only in c.name]
     measured: dict[str, list[dict[str, Any]]] = {case.name: [] for case in todo}
     for round_no in range(args.rounds):
         if args.rounds > 1:

@@ -79,24 +79,29 @@ def sweep(
     gpu: bool = False,
     accv_full: bool = False,
     variants: bool = True,
+    workers: tuple[int, ...] | None = None,
+    threads: tuple[int, ...] | None = None,
+    dali_cpu: bool = True,
 ) -> list[Case]:
     """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (+ DALI GPU when asked); the
     accv profile only at 2 cores (torch 2 workers, DALI 2 threads) unless ``accv_full``. Unless
     ``variants`` is false: r50 also with the DALI setting variants (``R50_VARIANTS``), the other
-    profiles with the fast image path at their DALI threads, and the GPU with it too."""
+    profiles with the fast image path at their DALI threads, and the GPU with it too. ``workers`` and
+    ``threads`` replace those counts for every profile (the GPU rows then run at each thread count);
+    ``dali_cpu=False`` leaves out DALI's CPU rows (a GPU sweep: DALI on the GPU vs the DataLoader)."""
     cases = []
     for profile in profiles:
         full = profile in ("r50", "eval") or accv_full
-        threads = (1, 2) if full else (2,)
-        cases += [Case(profile, "torch", workers=w) for w in ((0, 1, 2) if full else (2,))]
-        cases += [Case(profile, "dali", threads=t) for t in threads]
+        counts = threads or ((1, 2) if full else (2,))
+        cases += [Case(profile, "torch", workers=w) for w in workers or ((0, 1, 2) if full else (2,))]
+        cases += [Case(profile, "dali", threads=t) for t in counts] if dali_cpu else []
         if variants:
-            pairs = R50_VARIANTS if profile == "r50" else tuple(("fast", t) for t in threads)
+            pairs = R50_VARIANTS if profile == "r50" else tuple(("fast", t) for t in counts)
             cases += [Case(profile, "dali", threads=t, variant=v) for v, t in pairs]
-        if gpu:
-            cases.append(Case(profile, "dali", threads=2, device="gpu"))
+        for t in (threads or (2,)) if gpu else ():
+            cases.append(Case(profile, "dali", threads=t, device="gpu"))
             if variants:
-                cases.append(Case(profile, "dali", threads=2, device="gpu", variant="fast"))
+                cases.append(Case(profile, "dali", threads=t, device="gpu", variant="fast"))
     return cases
 
 

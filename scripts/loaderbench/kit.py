@@ -17,14 +17,13 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from . import report, summary
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
-from .proctree import PeakMemory
+from .proctree import PeakGpuMemory, PeakMemory
 from .runcase import RESULT_TAG, handover, measure
 from .spawn import batches_for, run_json
 
@@ -46,38 +45,6 @@ def loader_config(profile: str, threads: int, device: str) -> Any:
             replicate_dataset_per_gpu=True, num_threads=threads, device=device,
         )  # fmt: skip
     raise ValueError(f"unknown profile {profile!r} (r50, accv)")
-
-
-class PeakGpuMemory:
-    """Peak device memory in use (``cudaMemGetInfo``) above what was in use on entry, sampled in a
-    thread: DALI's pools, nvJPEG's buffers and the batches torch holds, on ``device``."""
-
-    def __init__(self, device: int, interval_s: float = 0.05) -> None:
-        import torch
-
-        self._info = lambda: torch.cuda.mem_get_info(device)
-        self.interval_s = interval_s
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="peak-gpu-memory", daemon=True)
-
-    def _used_mb(self) -> float:
-        free, total = self._info()
-        return (total - free) / 2**20
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
-
-    def __enter__(self) -> PeakGpuMemory:
-        self._base = self._used_mb()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
 
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:

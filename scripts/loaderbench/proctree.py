@@ -1,4 +1,5 @@
-"""CPU time and memory of a process tree, read from Linux ``/proc`` (no psutil needed).
+"""CPU time and memory of a process tree, read from Linux ``/proc`` (no psutil needed), and the peak GPU
+memory a loader takes (:class:`PeakGpuMemory`, through torch).
 
 CPU seconds of a tree = for every live member ``utime + stime`` (all its threads) plus
 ``cutime + cstime`` (its reaped children), so a child that exits and is waited for keeps counting.
@@ -172,3 +173,35 @@ class Stopwatch:
         wall = time.perf_counter() - self._t0
         cpu = tree_cpu_seconds() - self._cpu0 - (self.exclude() - self._ex0)
         self.span = Span(wall, cpu)
+
+
+class PeakGpuMemory:
+    """Peak device memory in use (``cudaMemGetInfo``) above what was in use on entry, sampled in a
+    thread: DALI's pools, nvJPEG's buffers and the batches torch holds, on ``device``."""
+
+    def __init__(self, device: int, interval_s: float = 0.05) -> None:
+        import torch
+
+        self._info = lambda: torch.cuda.mem_get_info(device)
+        self.interval_s = interval_s
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-gpu-memory", daemon=True)
+
+    def _used_mb(self) -> float:
+        free, total = self._info()
+        return (total - free) / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
+
+    def __enter__(self) -> PeakGpuMemory:
+        self._base = self._used_mb()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)

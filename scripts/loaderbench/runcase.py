@@ -8,6 +8,7 @@ memory peaks apart.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import Case, build, enter_checkout, load_config
-from .proctree import PeakMemory, Stopwatch
+from .proctree import PeakGpuMemory, PeakMemory, Stopwatch
 
 RESULT_TAG = "RESULT "
 
@@ -62,7 +63,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     case = Case(**spec["case"])
     enter_checkout()
     load0 = os.getloadavg()
-    with PeakMemory() as mem:
+    on_gpu = case.device == "gpu"
+    with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
         t0 = time.perf_counter()
         cfg = load_config(case.profile, Path(spec["data_root"]))
         overrides = {**case.overrides, **spec.get("overrides", {})}
@@ -87,6 +89,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "peak_rss_mb": mem.peak_rss_mb,
         "peak_pss_mb": mem.peak_pss_mb,
         "max_processes": mem.max_processes,
+        "gpu_mem_mb": gpu.peak_mb if gpu else None,
         "loadavg_before": load0,
         "loadavg_after": os.getloadavg(),
     }

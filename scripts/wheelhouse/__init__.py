@@ -11,6 +11,9 @@ hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, s
 - :mod:`.kit_folder`, :mod:`.kit_wheels`, :mod:`.kit_sources`  the GPU check kit (``gpu-kit/``): its folder,
   parts and manifest; its wheels, a lock per Python; the project's files it runs, in one archive
 - :mod:`.gpu_check`          ``nox -s gpu_check``: make the kit here, then run it as a node does
+- :mod:`.stack_kit`, :mod:`.stack_wheels`, :mod:`.kit_applied`  the stack kit (``--only stack-kit``): its
+  bundles and manifest; the OpenMMLab env's wheels but the node's torch; the applied tree with digests
+- :mod:`.node_env`           on the node: the OpenMMLab env on the node's torch from a stack kit's wheels
 
 It imports the kit's node side (``gpukit``), which imports nothing of it.
 """

@@ -22,7 +22,7 @@ from .requirement_locks import Locked
 
 MiB = 2**20
 # What the kit runs before its venv exists: stdlib only, copied whole into <kit>/gpukit/.
-RUNNER_MODULES = ("__init__.py", "steps.py", "parts.py", "node.py", "runner.py")
+RUNNER_MODULES = ("__init__.py", "steps.py", "parts.py", "node.py", "runner.py", "stack.py")
 
 
 def split(path: Path, parts_dir: Path, max_part_bytes: int) -> dict:

@@ -15,23 +15,23 @@ SOURCES = ("pyproject.toml", "overlay/dali_streampetr", "scripts/synthdata", "sc
 SOURCE_ARCHIVE = "streampetr-dali-gpu-check-src.tar.gz"
 
 
-def source_files(root: Path = ROOT) -> list[str]:
-    """The files of ``SOURCES`` git knows or would add (the working tree's, edits included)."""
+def source_files(root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> list[str]:
+    """The files of ``sources`` git knows or would add (the working tree's, edits included)."""
     proc = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "--", *SOURCES],
+        ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "--", *sources],
         capture_output=True, text=True,
     )  # fmt: skip
     if proc.returncode == 0 and proc.stdout.strip():
         return sorted(f for f in proc.stdout.splitlines() if (root / f).is_file())
-    found = [p for s in SOURCES for p in ([root / s] if (root / s).is_file() else (root / s).rglob("*"))]
+    found = [p for s in sources for p in ([root / s] if (root / s).is_file() else (root / s).rglob("*"))]
     return sorted(str(p.relative_to(root)) for p in found if p.is_file() and "__pycache__" not in p.parts)
 
 
-def source_archive(dest: Path, root: Path = ROOT) -> Path:
+def source_archive(dest: Path, root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> Path:
     """A byte-stable tar.gz of :func:`source_files` (sorted, mtime 0, no owners)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in source_files(root):
+        for name in source_files(root, sources):
             data = (root / name).read_bytes()
             info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(data), 0, 0o644

@@ -27,7 +27,9 @@ def seed_cache(folder: Path) -> list[Path]:
     facts = json.loads(facts_path.read_text())
     seeded = []
     mmcv, mmdet3d = facts["mmcv-full"], facts["mmdet3d"]
-    for kind, entry, meta in (("mmcv-full", mmcv, mmcv["build_info"] or None), ("mmdet3d", mmdet3d, None)):
+    # a stack kit carries no mmcv-full wheel (the node compiles it), only the sdist
+    built = [("mmcv-full", mmcv, mmcv["build_info"] or None)] if mmcv else []
+    for kind, entry, meta in [*built, ("mmdet3d", mmdet3d, None)]:
         dest = wheel_cache() / kind / entry["cache_dir"]
         if not list(dest.glob("*.whl")):
             store_wheel(folder / entry["file"], dest, meta)

@@ -186,3 +186,16 @@ def test_rounds_pool_repeats_and_keep_the_highest_peak():
     assert s["handover_ms"] == pytest.approx(2.0) and s["handover_ms_max"] == pytest.approx(4.0)
     assert s["peak_pss_mb"] == 950.0
     assert summary.merge_rounds([first]) is first
+
+
+def test_a_gpu_sweep_sets_the_counts_for_every_profile_and_can_leave_out_dalis_cpu_rows() -> None:
+    """The GPU check's sweep: the DataLoader at 1..16 workers against DALI on the GPU, both profiles."""
+    cases = sweep(("r50", "accv"), gpu=True, variants=False, workers=(1, 2, 4, 8, 16), threads=(4,),
+                  dali_cpu=False)  # fmt: skip
+    names = [c.name for c in cases]
+    assert names == [f"{p}/torch-w{w}" for p in ("r50",) for w in (1, 2, 4, 8, 16)] + ["r50/dali-gpu-t4"] + [
+        f"accv/torch-w{w}" for w in (1, 2, 4, 8, 16)
+    ] + ["accv/dali-gpu-t4"]
+    assert [c.name for c in sweep(("r50",), variants=False, workers=(1,), threads=(1,))] == [
+        "r50/torch-w1", "r50/dali-cpu-t1",
+    ]  # fmt: skip

@@ -51,3 +51,20 @@ def test_a_corrupt_wheelhouse_is_refused_before_anything_is_seeded(tmp_path: Pat
     assert not (tmp_path / "cache").exists()
     with pytest.raises(WheelhouseError, match="no such folder"):
         activate(tmp_path / "nowhere")
+
+
+def test_a_stack_kits_wheelhouse_seeds_the_sdist_and_mmdet3d_without_an_mmcv_wheel(
+    tmp_path, monkeypatch
+) -> None:
+    """The stack kit carries mmcv-full's sdist only (the node compiles it): nothing is seeded under
+    mmcv-full, mmdet3d and the sdist are."""
+    monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path / "cache"))
+    folder = fake_wheelhouse(tmp_path / "wh")
+    facts = json.loads((folder / "locks" / "source-built.json").read_text())
+    (folder / "locks" / "source-built.json").write_text(json.dumps({**facts, "mmcv-full": None}))
+    write_sums(folder)
+    activate(folder)
+    wheels = tmp_path / "cache" / "wheels"
+    assert not (wheels / "mmcv-full").exists()
+    assert (wheels / "mmdet3d" / "abcdef123456" / "mmdet3d-1.0.0rc6-py3-none-any.whl").exists()
+    assert (wheels / "sdist" / "mmcv-full-1.6.0.tar.gz").exists()
