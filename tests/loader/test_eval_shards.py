@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from dali_streampetr.config.settings import ConfigValueError
 from dali_streampetr.sampling.eval_shards import (
+    frames_without_memory,
     in_dataset_order,
     scene_shards,
     scene_starts,
@@ -79,6 +80,34 @@ def test_each_cut_is_the_scene_boundary_nearest_to_the_ideal_cut(lengths, world_
         ideal = Fraction(r * n, world_size)
         nearest = min(boundaries, key=lambda b: (abs(b - ideal), b))
         assert shards[r].start == nearest, (r, ideal, boundaries)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scene_lengths, world_sizes)
+def test_with_scene_shards_every_frame_has_the_memory_of_one_process(lengths, world_size) -> None:
+    ids = scene_ids(lengths)
+    assert frames_without_memory(ids, scene_shards(ids, world_size)) == []
+    assert frames_without_memory(ids, [range(sum(lengths))]) == []  # one process
+
+
+@pytest.mark.parametrize(
+    ("world_size", "cut"),
+    [(2, [8]), (3, [5, 10, 11]), (4, [4, 5, 8]), (5, [])],  # chunks of 8, 5, 4, 3 frames
+)
+def test_upstreams_chunks_lose_the_memory_from_each_cut_to_the_scenes_end(
+    world_size: int, cut: list[int]
+) -> None:
+    """Five 3-frame scenes: a chunk that starts inside a scene runs the rest of it from a reset memory;
+    the wrap-around frames (frame 0 again, discarded by the gather) do not count."""
+    assert frames_without_memory(scene_ids([3] * 5), upstream_chunks(15, world_size)) == cut
+
+
+def test_a_rank_that_comes_back_to_its_scene_after_another_frame_has_no_memory_of_it() -> None:
+    """One scene, 2 ranks: rank 1 runs frame 2 cold; the model keeps no reset for its wrap-around
+    frame 0 (same id as frame 2), which the gather drops anyway; a shard that skips a frame of its
+    scene (0, 2) runs frame 2 without frame 1."""
+    assert frames_without_memory(["a"] * 3, upstream_chunks(3, 2)) == [2]
+    assert frames_without_memory(["a"] * 3, [[0, 2], [1]]) == [1, 2]
 
 
 def test_the_shard_check_names_a_cut_scene_a_lost_frame_and_an_unbalanced_rank() -> None:

@@ -90,6 +90,29 @@ def upstream_chunks(size: int, world_size: int) -> list[list[int]]:
     return [padded[r * per_rank : (r + 1) * per_rank] for r in range(world_size)]
 
 
+def frames_without_memory(
+    scene_ids: Sequence[Any] | np.ndarray, shards: Sequence[Sequence[int]]
+) -> list[int]:
+    """The frames whose kept result (the first, as the gather keeps it) a rank computes without the
+    memory one process has: the model resets where the scene id changes from the rank's previous
+    frame, so a frame has the right memory where it starts its scene after a frame of another scene
+    (or first on its rank), or follows its predecessor on the same rank, which had it. None with
+    scene shards; with upstream's chunks, the frames after each cut up to their scene's end."""
+    ids = np.asarray(scene_ids)
+    first = np.zeros(len(ids), dtype=bool)
+    first[scene_starts(ids)[:-1]] = True
+    wrong, seen = [], set()
+    for shard in shards:
+        prev, prev_ok = None, False
+        for i in shard:
+            ok = (prev is None or ids[prev] != ids[i]) if first[i] else (prev == i - 1 and prev_ok)
+            if not ok and i not in seen:
+                wrong.append(int(i))
+            seen.add(i)
+            prev, prev_ok = i, ok
+    return sorted(wrong)
+
+
 def in_dataset_order(parts: Sequence[tuple[Sequence[int], Sequence[Any]]], size: int) -> list[Any]:
     """The results of the ranks' ``parts`` (per rank, in rank order: the dataset index of each of its
     results, and the results) in dataset order, one per frame ``0 .. size-1``. A frame a rank evaluated
