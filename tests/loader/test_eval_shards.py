@@ -15,6 +15,7 @@ from dali_streampetr.config.settings import ConfigValueError
 from dali_streampetr.sampling.eval_shards import (
     frames_without_memory,
     in_dataset_order,
+    part_line,
     scene_shards,
     scene_starts,
     sharding_of,
@@ -206,3 +207,10 @@ def test_sharding_of_a_config_the_key_and_the_default_of_dali_and_upstream_confi
     named = r"data_loading_config.test_sharding='scene': one of \['scenes', 'upstream'\]"
     with pytest.raises(ConfigValueError, match=named):
         sharding_of({"data_loading_config": {"test_sharding": "scene"}})
+
+
+def test_the_line_a_rank_prints_of_its_part() -> None:
+    assert (
+        part_line(1, 3, "scenes", range(3, 6), 6) == "rank 1 of 3 (test_sharding=scenes): 3 of 6 frames, 3..5"
+    )
+    assert part_line(2, 3, "scenes", [], 6) == "rank 2 of 3 (test_sharding=scenes): 0 of 6 frames"

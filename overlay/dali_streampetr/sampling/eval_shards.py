@@ -48,6 +48,12 @@ def sharding_of(cfg: Any) -> str:
     return value
 
 
+def part_line(rank: int, world_size: int, sharding: str, frames: Sequence[int], size: int) -> str:
+    """What a rank prints of its part: ``rank 1 of 3 (test_sharding=scenes): 3 of 6 frames, 3..5``."""
+    span = f", {frames[0]}..{frames[-1]}" if len(frames) else ""
+    return f"rank {rank} of {world_size} (test_sharding={sharding}): {len(frames)} of {size} frames{span}"
+
+
 def scene_starts(scene_ids: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Index of the first frame of every scene, then N: a scene is a run of consecutive frames with
     one scene id (the model resets its memory where the id changes from the frame before)."""
