@@ -1,6 +1,7 @@
 """``python -m loaderbench [--data-root DIR] [--batches N] [--repeats R] [--out DIR] ...``
 (``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.scale`;
-``--case eval``: the test loaders of ``tools/test.py``, the ``eval`` profile without variants)
+``--case eval``: the test loaders of ``tools/test.py``, the ``eval`` profile without variants;
+``--case shards``: the test shards of K ranks at nuScenes val size, see :mod:`.shards`)
 
 Runs every configuration in its own process (see :mod:`.runcase`), then the decode floors
 (:mod:`.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
@@ -90,10 +91,14 @@ def main(argv: list[str] | None = None) -> int:
             from .scale import main as scale_main
 
             return scale_main(rest)
+        if case == ["shards"]:
+            from .shards import main as shards_main
+
+            return shards_main(rest)
         if case == ["eval"]:
             rest = [*rest, "--profiles", "eval", "--no-variants", "--no-floor"]
         elif case != ["sweep"]:
-            raise SystemExit(f"loaderbench: --case is sweep (default), scale or eval, got {case}")
+            raise SystemExit(f"loaderbench: --case is sweep (default), scale, shards or eval, got {case}")
         argv = rest
     args = parse_args(argv)
     t_start = time.perf_counter()

@@ -9,7 +9,9 @@ mAP, NDS and the per-class table are printed from them. Exit 0 only when mAP and
 
 `--loader dali|torch` chooses the test loader (`use_dali_test_pipeline`); without it the config
 decides (DALI where it sets `use_dali_pipeline=True` or `use_dali_test_pipeline=True`). The loader
-that ran is printed with the metrics.
+that ran is printed with the metrics. `--sharding scenes|upstream` chooses how several processes
+split the frames (`data_loading_config.test_sharding`: whole scenes per rank, or upstream's chunks);
+without it the config decides (scenes for a DALI config), and what the ranks printed is reported.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,9 @@ from .train import CHECKOUT, CONFIGS, free_port
 
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
 LOADERS = ("dali", "torch")
+SHARDINGS = ("scenes", "upstream")
+# what tools/test.py prints per rank with upstream's DataLoader on several processes
+SHARDING_LINE = re.compile(r"rank \d+ of \d+ \(test_sharding=(\w+)\)")  # ranks share a line with the bar
 DALI_LINE = "DALI test loader (test):"  # what the DALI test loader logs when tools/test.py builds it
 DEFAULT_CHECKPOINT = ROOT / "work_dirs" / "train_dali" / "latest.pth"
 TP_ERRORS = (("trans_err", "ATE"), ("scale_err", "ASE"), ("orient_err", "AOE"), ("vel_err", "AVE"),
@@ -55,6 +61,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--gpus", type=int, default=1, help="processes (torchrun) — one per GPU, or CPU ranks")
     ap.add_argument("--loader", choices=LOADERS, help="the test loader (default: the one the config selects)")
+    ap.add_argument(
+        "--sharding", choices=SHARDINGS,
+        help="several processes: whole scenes per rank, or upstream's chunks (default: the config's)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, help="where the JSON results go (default: <checkpoint dir>/eval)")
     ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/test.py")
@@ -98,6 +108,8 @@ def test_command(args: argparse.Namespace, config: Path, on_gpu: bool) -> list[s
     options = [f"data.test.data_root={data}/", f"data.test.ann_file={args.ann_file}"]
     if args.loader:
         options.append(f"use_dali_test_pipeline={args.loader == 'dali'}")
+    if args.sharding:
+        options.append(f"data_loading_config.test_sharding={args.sharding}")
     options += args.cfg_options
     script = ["tools/test.py", str(config), str(args.checkpoint.resolve()), "--eval", "bbox"]
     script += ["--cfg-options", *options, "--eval-options", f"jsonfile_prefix={args.out}"]
@@ -174,11 +186,16 @@ def main(argv: list[str] | None = None) -> int:
         loader = "dali" if DALI_LINE in output else "torch"
         if args.loader and loader != args.loader:
             raise EvaluateError(f"--loader {args.loader} asked, but tools/test.py ran on the {loader} loader")
+        shardings = sorted(set(SHARDING_LINE.findall(output)))
+        if args.sharding and args.gpus > 1 and shardings != [args.sharding]:
+            printed = shardings or "no sharding"
+            raise EvaluateError(f"--sharding {args.sharding} asked, but the ranks printed {printed}")
         summary = read_metrics(args.out)
     except EvaluateError as exc:
         print(f"upstream_run evaluate: {exc}", file=sys.stderr)
         return 1
-    print(f"\nevaluate: {args.checkpoint} with {config.name} on {args.ann_file}, {loader} test loader")
+    split = f", {args.gpus} processes, {'/'.join(shardings)} sharding" if shardings else ""
+    print(f"\nevaluate: {args.checkpoint} with {config.name} on {args.ann_file}, {loader} test loader{split}")
     print(format_metrics(summary))
     print(f"evaluate: results and metrics JSON in {args.out / 'pts_bbox'}")
     if not (math.isfinite(summary["mean_ap"]) and math.isfinite(summary["nd_score"])):

@@ -110,6 +110,20 @@ def test_several_processes_or_a_gpu_go_through_torchrun(tmp_path: Path, gpus: in
     assert cmd[-4:] == ["--launcher", "pytorch", "--tmpdir", str(tmp_path / "o" / ".collect")]
 
 
+@pytest.mark.parametrize("sharding", ["scenes", "upstream"])
+def test_sharding_reaches_test_py_as_the_config_key_and_the_ranks_lines_are_read(
+    tmp_path: Path, sharding: str
+) -> None:
+    args = evaluate.parse_args(
+        [str(tmp_path / "c.pth"), "--data-root", str(tmp_path), "--sharding", sharding]
+    )
+    cmd = evaluate.test_command(args, tmp_path / "cfg.py", on_gpu=False)
+    assert f"data_loading_config.test_sharding={sharding}" in cmd
+    printed = "rank 0 of 2 (test_sharding=scenes): 4 of 4 frames, 0..3\n"
+    printed += "rank 1 of 2 (test_sharding=scenes): 0 of 4 frames\n"
+    assert evaluate.SHARDING_LINE.findall(printed) == ["scenes", "scenes"]
+
+
 def test_evaluate_names_a_missing_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert evaluate.main([str(tmp_path / "nope.pth"), "--data-root", str(tmp_path)]) == 1
     assert f"{tmp_path / 'nope.pth'}: no such checkpoint" in capsys.readouterr().err
