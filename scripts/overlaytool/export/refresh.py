@@ -11,13 +11,15 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 from __future__ import annotations
 
 from .. import OverlayError
+from ..checkout.gitdir import checkout_lock
 from ..gitcmd import git, git_out
 from ..overlay import overlay_blob, overlay_files
 from ..patchfile import Patch, encode
 from ..series import load_series
 from ..targets import Target
-from ..tree.checkout import checkout_lock, index_env, read_stamp
 from ..tree.files import current, current_state, modified, put, same_state
+from ..tree.series_index import index_env
+from ..tree.stamp import read_stamp
 from .commit_export import export_commits
 
 DIFF = (

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import OverlayError
+from ..checkout.gitdir import state_dir
 from ..export.commit_export import export_commits
 from ..faults import kill_point
 from ..overlay import overlay_files
@@ -23,7 +24,6 @@ from ..patchfile import parse_patch
 from ..pins import Pin, load_pin, pin_text
 from ..series import load_series, read_series
 from ..targets import Target
-from ..tree.checkout import state_dir
 from ..tree.series_index import build_result
 from .references import reference_lines, unresolved_references
 

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .. import OverlayError
+from ..checkout.gitdir import state_dir
 from ..targets import Target
-from ..tree.checkout import state_dir
 
 FORMAT = 2
 

@@ -1,61 +1,20 @@
-"""Files the way git stores them (100644, 100755, or 120000 for a symlink, whose content is the
-link target), read from and written to a work tree whole: a temporary file and a rename, so a
-kill leaves the old content or the new, never half."""
+"""The files of a work tree the way git stores them (blob.py), read and written whole: a temporary
+file and a rename, so a kill leaves the old content or the new, never half."""
 
 from __future__ import annotations
 
 import os
-import stat
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic_write import TMP_SUFFIX
+from ..blob import SYMLINK, Blob, blob_at
 from ..faults import kill_point
-from ..gitcmd import blob_sha, git
-
-TMP_SUFFIX = ".streampetr-dali-tmp"
-SYMLINK = "120000"
-
-
-@dataclass(frozen=True)
-class Blob:
-    """What a path holds, as git sees it: a mode and the bytes (a symlink's target for 120000)."""
-
-    mode: str
-    data: bytes
-
-    @property
-    def state(self) -> list[str]:
-        """[mode, blob id]: what the stamp and the journal record."""
-        return [self.mode, blob_sha(self.data)]
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file, fsync and rename: old or new, never half."""
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+from ..gitcmd import git
 
 
 def current(checkout: Path, rel: str) -> Blob | None:
     """What `rel` holds in the work tree (None: missing, or a directory)."""
-    path = checkout / rel
-    try:
-        st = path.lstat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return Blob(SYMLINK, os.fsencode(os.readlink(path)))
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return Blob("100755" if st.st_mode & stat.S_IXUSR else "100644", path.read_bytes())
+    return blob_at(checkout / rel)
 
 
 def current_state(checkout: Path, rel: str) -> list[str] | None:
