@@ -1,14 +1,12 @@
-"""The files of a work tree the way git stores them (blob.py), read and written whole: a temporary
-file and a rename, so a kill leaves the old content or the new, never half."""
+"""The files of a work tree the way git stores them (blob.py), read and written whole (atomic_write.py),
+so a kill leaves the old content or the new, never half."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from ..atomic_write import TMP_SUFFIX
+from ..atomic_write import remove_leftovers, write_atomic
 from ..blob import SYMLINK, Blob, blob_at
-from ..faults import kill_point
 from ..gitcmd import git
 
 
@@ -31,35 +29,24 @@ def same_state(recorded: list[str] | str | None, state: list[str] | None) -> boo
 
 
 def put(path: Path, blob: Blob | None, step: str | None = None) -> None:
-    """Make `path` hold `blob` (None: delete) via a temporary file and a rename, with its git mode."""
+    """Make `path` hold `blob` (None: delete) with its git mode, atomically (`write_atomic`; `step`
+    names the kill point between the temporary file and the rename)."""
     if blob is None:
         if path.is_symlink() or path.is_file():
             path.unlink()
             _prune_empty_dirs(path.parent)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}{TMP_SUFFIX}")
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
     if blob.mode == SYMLINK:
-        os.symlink(os.fsdecode(blob.data), tmp)
+        write_atomic(path, blob.data, link=True, step=step)
     else:
-        perm = 0o755 if blob.mode == "100755" else 0o644
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perm)
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob.data)
-        os.chmod(tmp, perm)  # the umask may have cleared bits
-    if step:
-        kill_point(f"{step}:tmp")
-    os.replace(tmp, path)
+        write_atomic(path, blob.data, mode=0o755 if blob.mode == "100755" else 0o644, step=step)
 
 
 def remove_leftover_tmp(checkout: Path, rels: list[str]) -> None:
-    """Delete the temporary files a killed `put` may have left next to `rels`."""
+    """Delete the temporary files a killed `put` may have left next to `rels` (checkout lock held)."""
     for rel in rels:
-        tmp = (checkout / rel).with_name(f".{Path(rel).name}{TMP_SUFFIX}")
-        if tmp.is_symlink() or tmp.is_file():
-            tmp.unlink()
+        remove_leftovers((checkout / rel).parent, Path(rel).name)
 
 
 def _prune_empty_dirs(directory: Path) -> None:
