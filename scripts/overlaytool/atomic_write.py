@@ -11,7 +11,8 @@ crash in one of the two states the journal lists for it, or the rerun refuses it
 (docs/apply.md, crash-consistent). A file renamed into place without an fsync of its data can come
 back empty after a power cut (delayed allocation); without the folder's fsync the rename itself
 can be lost. The stamp, the rebase's state, patches and pins are read back the same way, so they
-get the same guarantee; the cost is about a millisecond a file.
+get the same guarantee. The cost, two fsyncs, is a few milliseconds a file; a fresh apply of the
+project writes about 70 files.
 """
 
 from __future__ import annotations
