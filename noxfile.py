@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from overlaytool.cache import is_cached  # noqa: E402
 from overlaytool.targets import load_targets  # noqa: E402
 
-nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/tooling/test_noxfile.py)
+nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"
 

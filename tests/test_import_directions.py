@@ -1,5 +1,6 @@
 """The packages of scripts/ and overlay/ import each other in one direction only: no two of them
-import each other (read from the code, lazy imports inside functions included)."""
+import each other; inside overlaytool, no module imports from a floor above its own (read from the
+code, lazy imports inside functions included)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,81 @@ def test_a_pair_that_imports_each_other_is_named(tmp_path: Path) -> None:
     edges = package_imports([tmp_path])
     assert edges == {"a": {"b"}, "b": {"a"}, "c": {"a"}}
     assert mutual(edges) == [("a", "b")]
+
+
+# overlaytool's floors, lowest first: its top-level modules (""), then the checkout, what apply
+# writes into it, the export, the rebase and the command line. A module imports from its own floor
+# and those below it only, so tree/ and export/ never reach up into rebase/ or __main__.
+OVERLAYTOOL_FLOORS = ("", "checkout", "tree", "export", "rebase", "__main__")
+
+
+def floor_of(parts: list[str], floors: tuple[str, ...]) -> int:
+    """The floor of the module at ``parts`` (its path in the package, without ``.py``)."""
+    if parts[0] in floors:
+        return floors.index(parts[0])  # in a folder on a floor, the folder itself, or __main__
+    if len(parts) == 1:
+        return floors.index("")  # a top-level module, or the package's __init__
+    raise AssertionError(f"{'/'.join(parts)}: its folder is on no floor of {floors}")
+
+
+def imported_parts(package: Path, parts: list[str], node: ast.AST) -> list[list[str]]:
+    """The modules of ``package`` (paths in it) that the import ``node`` of the module at ``parts`` loads."""
+    if isinstance(node, ast.ImportFrom) and node.level:
+        base = parts[: len(parts) - node.level]
+        if node.module:
+            return [base + node.module.split(".")]
+        modules = [base + [alias.name] for alias in node.names]  # `from .. import x`: module x, or a name
+        return [m if _is_module(package.joinpath(*m)) else base for m in modules]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        names = [node.module]
+    elif isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        return []
+    return [name.split(".")[1:] for name in names if name.split(".")[0] == package.name]
+
+
+def _is_module(path: Path) -> bool:
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def upward_imports(package: Path, floors: tuple[str, ...]) -> list[str]:
+    """``importer -> imported`` for every import of a module of ``package`` from a higher floor."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in imported_parts(package, parts, node):
+                target = target or ["__init__"]
+                if floor_of(target, floors) > floor_of(parts, floors):
+                    found.append(f"{'/'.join(parts)} -> {'/'.join(target)}")
+    return found
+
+
+def test_overlaytool_imports_from_its_own_floor_and_below_only() -> None:
+    package = REPO_ROOT / "scripts" / "overlaytool"
+    folders = {p.parent.name for p in package.glob("*/__init__.py")}
+    assert folders == set(OVERLAYTOOL_FLOORS) - {"", "__main__"}, "every folder of overlaytool has its floor"
+    assert upward_imports(package, OVERLAYTOOL_FLOORS) == []
+
+
+def test_an_import_from_a_higher_floor_is_named(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for rel, body in {
+        "__init__.py": "class Error(Exception): ...\n",
+        "base.py": "from . import Error\nfrom .tree import apply\n",
+        "other.py": "def f():\n    import pkg.rebase.loop\n",
+        "tree/__init__.py": "",
+        "tree/apply.py": "from .. import Error, base\nfrom ..rebase.loop import go\nfrom . import files\n",
+        "tree/files.py": "",
+        "rebase/__init__.py": "",
+        "rebase/loop.py": "from ..tree.apply import x\nfrom pkg.base import y\n\ndef go(): ...\n",
+        "__main__.py": "from .rebase import loop\n",
+    }.items():
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text(body)
+    assert upward_imports(package, ("", "tree", "rebase", "__main__")) == [
+        "base -> tree",
+        "other -> rebase/loop",
+        "tree/apply -> rebase/loop",
+    ]

@@ -9,9 +9,10 @@ is no change; a source added or removed is one.
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
+
+from overlaytool.atomic_write import write_atomic
 
 from . import ForkwatchError
 
@@ -122,9 +123,7 @@ def write_summary(summary: dict, out: Path) -> tuple[Path, Path]:
     paths = out / JSON_NAME, out / MD_NAME
     texts = json.dumps(summary, indent=1, ensure_ascii=False) + "\n", markdown(summary)
     for path, text in zip(paths, texts, strict=True):
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
+        write_atomic(path, text)
     return paths
 
 

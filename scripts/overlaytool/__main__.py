@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import OverlayError
+from .checkout.gitdir import checkout_lock
 from .export.edit import commit_series
 from .export.refresh import refresh_target
 from .fetch import fetch
@@ -28,7 +29,6 @@ from .series import read_series
 from .sources import local_source
 from .targets import REPO_ROOT, Target, load_targets, select, select_one
 from .tree.apply import apply_all, apply_target
-from .tree.checkout import checkout_lock
 
 
 def _pins_for_source(source: str, pins: list[Pin]) -> list[Pin]:

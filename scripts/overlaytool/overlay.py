@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
-from .tree.files import SYMLINK, Blob
+from . import OverlayError
+from .blob import Blob, blob_at
 
 SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
@@ -35,6 +34,7 @@ def place(rel: str, moves: tuple[tuple[str, str], ...]) -> str:
 
 def overlay_blob(path: Path) -> Blob:
     """An overlay file as git would store it (symlink target, exec bit)."""
-    if path.is_symlink():
-        return Blob(SYMLINK, os.fsencode(os.readlink(path)))
-    return Blob("100755" if path.stat().st_mode & stat.S_IXUSR else "100644", path.read_bytes())
+    blob = blob_at(path)
+    if blob is None:
+        raise OverlayError(f"{path}: the overlay file is gone, or no longer a file or a symlink")
+    return blob

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import OverlayError
+from .atomic_write import write_atomic
 from .lint import series_problems
 from .patchfile import Patch, decode, encode, parse_patch
 
@@ -59,7 +60,7 @@ def write_series(patch_dir: Path, names: list[str], base: str | None = None) -> 
     out = list(header)
     for name in names:
         out += [*blocks.get(name, []), name]
-    path.write_bytes(encode("\n".join([*out, *trailer]) + "\n"))
+    write_atomic(path, encode("\n".join([*out, *trailer]) + "\n"))
 
 
 def load_series(patch_dir: Path) -> list[Patch]:

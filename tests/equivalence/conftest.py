@@ -1,4 +1,4 @@
-"""The tooling tests' small project (tests/tooling) for the hermetic tests of which configs a sweep
+"""The overlaytool tests' small project (tests/overlaytool) for the hermetic tests of which configs a sweep
 finds in a fork's layout."""
 
 from __future__ import annotations
@@ -6,4 +6,4 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tooling"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "overlaytool"))

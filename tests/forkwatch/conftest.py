@@ -1,4 +1,4 @@
-"""Fixtures for the watch and vetting tests: the rebase tests' small project (tests/tooling) and
+"""Fixtures for the watch and vetting tests: the rebase tests' small project (tests/overlaytool) and
 forks of its upstream as local repositories."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tooling"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "overlaytool"))
 
 from rebase_scenario import setup_series  # noqa: E402
 from tooling_repos import Project, build_project  # noqa: E402

@@ -12,8 +12,7 @@ import pytest
 from forkwatch.__main__ import main
 from forkwatch.summary import FORMAT
 from rebase_scenario import project_state, rewrite_model
-from test_apply import patched
-from tooling_repos import TRAIN_PY, Project, commit_files, git
+from tooling_repos import TRAIN_PY, Project, commit_files, git, patched
 from watch_repos import fork_of
 
 

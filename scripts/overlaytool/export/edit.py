@@ -1,13 +1,24 @@
-"""`edit`: turn the applied series into commits on top of the pin (one per patch) to edit with git."""
+"""`edit`: turn the applied series into commits on top of the pin (one per patch) to edit with git;
+the rebase starts from the same commits (`series_commits`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import OverlayError
-from ..gitcmd import git_out
-from ..rebase.loop import series_commits
+from ..checkout.gitdir import checkout_lock
+from ..gitcmd import TOOL_IDENTITY, git, git_out
+from ..patchfile import Patch
 from ..series import load_series
 from ..targets import Target
-from ..tree.checkout import checkout_lock
+
+
+def series_commits(checkout: Path, base: str, patches: list[Patch]) -> list[str]:
+    """Commit each patch (`git am`, the tool's identity) on `base` in `checkout`; the new commits."""
+    git("checkout", "--quiet", "--force", "--detach", base, cwd=checkout)
+    for patch in patches:
+        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
+    return git_out("rev-list", "--reverse", f"{base}..HEAD", cwd=checkout).split()
 
 
 def commit_series(target: Target) -> int:

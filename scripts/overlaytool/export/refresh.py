@@ -11,13 +11,16 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 from __future__ import annotations
 
 from .. import OverlayError
+from ..atomic_write import write_atomic
+from ..checkout.gitdir import checkout_lock
 from ..gitcmd import git, git_out
 from ..overlay import overlay_blob, overlay_files
 from ..patchfile import Patch, encode
 from ..series import load_series
 from ..targets import Target
-from ..tree.checkout import checkout_lock, index_env, read_stamp
 from ..tree.files import current, current_state, modified, put, same_state
+from ..tree.series_index import index_env
+from ..tree.stamp import read_stamp
 from .commit_export import export_commits
 
 DIFF = (
@@ -102,7 +105,7 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
             raise OverlayError(
                 f"{patch.name}: your edits revert the whole patch; remove it from the series instead."
             )
-        patch.path.write_bytes(encode(f"{patch.header}\n") + diff)
+        write_atomic(patch.path, encode(f"{patch.header}\n") + diff)
         rewritten.append(patch.name)
     unowned = sorted(p for p in edited_files if p not in owners)
     if unowned:

@@ -1,16 +1,17 @@
 """`rebase`: move a target's patch series to a new upstream commit, one patch at a time.
 
-The series becomes commits on the old pin (loop.series_commits), then each patch is replayed onto
-the target (replay.py, in the one loop of loop.py) and gets a status: `clean`, `offset`,
-`merged-3way` (a three-way merge, also the way a patch follows a file upstream moved: the status
-says `old → new`), `already-upstream` (dropped), `conflict` or `missing-at-target` (both stop).
-After the last patch the overlay's references into the rebased tree are checked
+The series becomes commits on the old pin (as `edit` makes them: export/edit.py), then each patch
+is replayed onto the target (replay.py, in the one loop of loop.py) and gets a status: `clean`,
+`offset`, `merged-3way` (a three-way merge, also the way a patch follows a file upstream moved: the
+status says `old → new`), `already-upstream` (dropped), `conflict` or `missing-at-target` (both
+stop). After the last patch the overlay's references into the rebased tree are checked
 (references.py): one that does not resolve is an `overlay-reference` stop. Before anything is
 written, a target commit whose tree overlaps another target's checkout or the overlay is refused
-(overlap.py). Every stop writes a Markdown + JSON report (report.py); resolve, then `--continue`,
-or `--skip` the patch, or `--abort`. The finish is all-or-nothing (finish.py). `--check`
-(check.py) runs the same loop in a scratch clone and changes nothing.
+(checkout/overlap.py, which `apply` shares). Every stop writes a Markdown + JSON report
+(report.py); resolve, then `--continue`, or `--skip` the patch, or `--abort`. The finish is
+all-or-nothing (finish.py). `--check` (check.py) runs the same loop in a scratch clone and changes
+nothing.
 
-Modules: state (the typed state), resolve (the target commit), overlap, loop, replay,
+Modules: state (the typed state), resolve (the target commit), loop, replay,
 references, report, finish, commands (start, continue, skip, abort), check.
 """

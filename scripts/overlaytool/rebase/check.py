@@ -13,8 +13,11 @@ from pathlib import Path
 
 from .. import OverlayError
 from ..cache import mirror_lock
-from ..clone import leave_outside
+from ..checkout.clone import leave_outside
+from ..checkout.gitdir import state_dir
+from ..checkout.overlap import OVERLAP, overlap_message, overlaps
 from ..export.commit_export import export_commits
+from ..export.edit import series_commits
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
 from ..overlay import overlay_files
@@ -22,10 +25,8 @@ from ..patchfile import Patch, parse_patch
 from ..scratch import remove_dead_scratch
 from ..series import load_series
 from ..targets import Target
-from ..tree.checkout import state_dir
 from ..tree.series_index import build_result
-from .loop import replay_series, series_commits
-from .overlap import OVERLAP, overlap_message, overlaps
+from .loop import replay_series
 from .references import reference_lines
 from .replay import CONFLICT, MISSING, patch_paths, renames
 from .report import report_paths, status_lines, write_report

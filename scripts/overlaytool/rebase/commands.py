@@ -6,7 +6,10 @@ from dataclasses import replace
 
 from .. import OverlayError
 from ..cache import mirror_path
-from ..clone import ensure_checkout, fetch_cache_refs, leave_outside
+from ..checkout.clone import ensure_checkout, fetch_cache_refs, leave_outside
+from ..checkout.gitdir import checkout_lock
+from ..checkout.overlap import refuse_overlaps
+from ..export.edit import series_commits
 from ..faults import kill_point
 from ..fetch import drop_keep_ref
 from ..gitcmd import git, git_out
@@ -15,7 +18,6 @@ from ..patchfile import parse_patch
 from ..series import load_series
 from ..targets import Target
 from ..tree.apply import apply_target
-from ..tree.checkout import checkout_lock
 from ..tree.files import put
 from .finish import check as check_staged
 from .finish import (
@@ -29,8 +31,7 @@ from .finish import (
     snapshot,
     stage,
 )
-from .loop import replay_series, series_commits
-from .overlap import refuse_overlaps
+from .loop import replay_series
 from .references import OVERLAY_REFERENCE, reference_lines, unresolved_references
 from .replay import MISSING, commit_resolution, patch_paths, renames, stage_resolution
 from .report import remove_report, status_lines, stop_message, write_report

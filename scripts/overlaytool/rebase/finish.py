@@ -10,12 +10,13 @@ rebase in progress, and `--continue` runs the whole finish again from the snapsh
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from .. import OverlayError
+from ..atomic_write import remove_leftovers, write_atomic
+from ..checkout.gitdir import state_dir
 from ..export.commit_export import export_commits
 from ..faults import kill_point
 from ..overlay import overlay_files
@@ -23,7 +24,6 @@ from ..patchfile import parse_patch
 from ..pins import Pin, load_pin, pin_text
 from ..series import load_series, read_series
 from ..targets import Target
-from ..tree.checkout import state_dir
 from ..tree.series_index import build_result
 from .references import reference_lines, unresolved_references
 
@@ -45,27 +45,10 @@ def _series_files(patch_dir: Path) -> list[Path]:
     )
 
 
-TMP_SUFFIX = ".rebase-tmp"
-
-
-def write_bytes_atomic(path: Path, data: bytes, step: str | None = None) -> None:
-    """Old or new content at `path`, never half (temporary file, fsync, rename); `step` names the
-    kill point between the write and the rename."""
-    tmp = path.with_name(f".{path.name}{TMP_SUFFIX}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if step:
-        kill_point(step)
-    os.replace(tmp, path)
-
-
 def _remove_tmp(target: Target) -> None:
     """The temporary files of a write a kill interrupted (before its rename)."""
     for folder in (target.patch_dir, target.pin.file.parent):
-        for tmp in folder.glob(f".*{TMP_SUFFIX}"):
-            tmp.unlink()
+        remove_leftovers(folder)
 
 
 def snapshot(target: Target) -> None:
@@ -104,10 +87,10 @@ def restore(target: Target) -> None:
     for path in sorted(snap.iterdir()):
         dest = target.patch_dir / path.name
         if not dest.is_file() or dest.read_bytes() != path.read_bytes():
-            write_bytes_atomic(dest, path.read_bytes())
+            write_atomic(dest, path.read_bytes())
     pin = _snapshot_dir(target) / "pin.toml"
     if target.pin.file.read_bytes() != pin.read_bytes():
-        write_bytes_atomic(target.pin.file, pin.read_bytes())
+        write_atomic(target.pin.file, pin.read_bytes())
 
 
 def discard(target: Target) -> None:
@@ -151,14 +134,14 @@ def publish(target: Target, staged: Target, new_pin_text: str) -> None:
     for name in sorted(new, key=lambda n: n == "series"):  # patches first, the series after them
         dest, data = target.patch_dir / name, new[name].read_bytes()
         if not dest.is_file() or dest.read_bytes() != data:
-            write_bytes_atomic(dest, data, f"{STEP}:write-{name}:tmp")
+            write_atomic(dest, data, step=f"{STEP}:write-{name}")
             kill_point(f"{STEP}:write-{name}")
     for path in _series_files(target.patch_dir):
         if path.name not in new:
             path.unlink()
             kill_point(f"{STEP}:delete-{path.name}")
     if target.pin.file.read_text(encoding="utf-8") != new_pin_text:
-        write_bytes_atomic(target.pin.file, new_pin_text.encode("utf-8"), f"{STEP}:pin:tmp")
+        write_atomic(target.pin.file, new_pin_text, step=f"{STEP}:pin")
         kill_point(f"{STEP}:pin")
 
 

@@ -1,26 +1,18 @@
-"""The two steps every rebase path shares: the series as commits on a base (`rebase`, `--check`,
-`edit`), and the replay loop onto the target (`rebase`, `--continue`, `--skip`, `--check`), which
-ends with the check of the overlay's references into the rebased tree."""
+"""The replay loop every rebase path shares (`rebase`, `--continue`, `--skip`, `--check`): each patch
+onto the target, then the check of the overlay's references into the rebased tree. (The series
+becomes commits on the old pin first, as `edit` makes them: export/edit.py.)"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from ..gitcmd import TOOL_IDENTITY, git, git_out
-from ..patchfile import Patch, parse_patch
+from ..gitcmd import git, git_out
+from ..patchfile import parse_patch
 from ..targets import Target
 from .references import OVERLAY_REFERENCE, unchecked_references, unresolved_references
 from .replay import CONFLICT, MISSING, replay
 from .state import RebaseState, Stop
-
-
-def series_commits(checkout: Path, base: str, patches: list[Patch]) -> list[str]:
-    """Commit each patch (`git am`, the tool's identity) on `base` in `checkout`; the new commits."""
-    git("checkout", "--quiet", "--force", "--detach", base, cwd=checkout)
-    for patch in patches:
-        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
-    return git_out("rev-list", "--reverse", f"{base}..HEAD", cwd=checkout).split()
 
 
 def replay_series(

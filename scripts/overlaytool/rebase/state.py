@@ -7,13 +7,13 @@ other shape is refused by name (`--abort` still restores from the snapshot copie
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .. import OverlayError
+from ..atomic_write import write_atomic
+from ..checkout.gitdir import state_dir
 from ..targets import Target
-from ..tree.checkout import state_dir
 
 FORMAT = 2
 
@@ -102,10 +102,7 @@ def in_progress(target: Target) -> bool:
 
 
 def save_state(target: Target, state: RebaseState) -> None:
-    path = state_path(target)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(state_path(target), json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
 def load_state(target: Target) -> RebaseState:

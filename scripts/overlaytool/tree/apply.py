@@ -18,20 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import OverlayError
-from ..clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
+from ..checkout.clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
+from ..checkout.gitdir import checkout_lock
+from ..checkout.gitlocks import clear_stale_index_lock_of_checkout, run_index_git
+from ..checkout.overlap import overlap_message, overlaps
 from ..faults import kill_point
 from ..fetch import require_cached
 from ..gitcmd import git_out
-from ..gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from ..overlay import overlay_blob, overlay_files
 from ..patchfile import Patch
-from ..rebase.overlap import overlap_message, overlaps
 from ..series import load_series
 from ..targets import Target
-from .checkout import checkout_lock, clear_stale_index_lock, read_stamp, write_stamp
 from .files import put, remove_leftover_tmp
 from .journal import clear_journal, read_journal, write_journal
-from .series_index import build_result
+from .series_index import build_result, clear_stale_index_lock
+from .stamp import read_stamp, write_stamp
 from .write_plan import local_edits, next_journal, plan_writes
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .checkout import state_dir
-from .files import write_atomic
+from ..atomic_write import write_atomic
+from ..checkout.gitdir import state_dir
 
 
 def journal_path(checkout: Path) -> Path:

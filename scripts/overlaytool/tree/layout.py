@@ -16,7 +16,7 @@ from .. import OverlayError
 from ..gitcmd import git
 from ..overlay import place
 from ..targets import Target
-from .checkout import read_stamp
+from .stamp import read_stamp
 
 PLUGIN = "projects/mmdet3d_plugin"
 CONFIGS = "projects/configs"

@@ -1,4 +1,5 @@
-"""The series applied to a private git index of the pinned tree: what `apply` will write, checked first.
+"""The series applied to a private git index of the pinned tree (`.git/streampetr-dali/series.index`):
+what `apply` will write, checked first.
 
 Every patch must fit with zero fuzz and zero offset; the first that does not is reported with
 its patch, file, hunk, reason and the upstream commits that touched its files since the pin.
@@ -10,14 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import OverlayError
+from ..blob import Blob
 from ..cache import mirror_path
+from ..checkout.gitdir import state_dir
 from ..diagnose import diagnose_patch
 from ..gitcmd import git, git_out
 from ..overlay import overlay_blob
 from ..patchfile import Patch
 from ..targets import Target
-from .checkout import index_env
-from .files import Blob
+
+
+def index_env(checkout: Path) -> dict[str, str]:
+    """Environment selecting the private index the series is applied to."""
+    return {"GIT_INDEX_FILE": str(state_dir(checkout) / "series.index")}
+
+
+def clear_stale_index_lock(checkout: Path) -> None:
+    """Remove the private index's `.lock` a killed git left behind (call with the checkout lock held)."""
+    (state_dir(checkout) / "series.index.lock").unlink(missing_ok=True)
 
 
 def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..blob import Blob
 from ..gitcmd import git, git_out
 from ..targets import Target
-from .files import Blob, current_state, modified, same_state
+from .files import current_state, modified, same_state
 from .journal import owns
 from .series_index import pin_blob
 

@@ -1,12 +1,18 @@
-"""Fixtures for the overlay tooling tests."""
+"""Fixtures for the overlaytool tests. The helper modules beside this file (`tooling_repos`,
+`scenario`, `rebase_scenario`) are put on the path for the tests in the folders below, which mirror
+overlaytool's `tree/`, `export/` and `rebase/`."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-from scenario import configure_v1, configure_v2, observed, patch_texts
-from tooling_repos import Project, build_project
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scenario import configure_v1, configure_v2, observed, patch_texts  # noqa: E402
+from tooling_repos import Project, build_project  # noqa: E402
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Helpers that build throw-away upstream repositories and project roots for the tooling tests."""
+"""Helpers that build throw-away upstream repositories and project roots for the overlaytool tests
+(and the forkwatch and equivalence tests that use its small project)."""
 
 from __future__ import annotations
 

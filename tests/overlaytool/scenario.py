@@ -76,6 +76,16 @@ def configure_v2(project: Project, texts: dict[str, str]) -> None:
     (project.root / "overlay" / "new.py").write_text("new = 1\n")
 
 
+def edit_by_hand(project: Project) -> None:
+    """Edits apply refuses without --force: a patched file, a deleted overlay file, a hand commit."""
+    checkout = project.checkout
+    (checkout / "tools" / "train.py").write_text("my edit\n")
+    (checkout / "cfg.py").unlink()
+    (checkout / "mine.py").write_text("mine\n")
+    git(checkout, "add", "mine.py")
+    git(checkout, "commit", "-q", "-m", "My commit")
+
+
 def observed(project: Project) -> dict:
     """Everything a clean apply determines, compared across projects."""
     checkout = project.checkout

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 NOXFILE = ROOT / "noxfile.py"
 
 
@@ -62,6 +62,14 @@ NOX = shutil.which("nox")
         (["train_dali", "--", "--iters", "2", "--loader", "torch"], "train_dali does not take --loader"),
         (["train_torch", "--", "--loader=dali"], "train_torch does not take --loader=dali"),
         (["tests", "--", "tests/loader", "-m", "stack"], "tests does not take -m"),
+        (
+            ["rebase", "--", "main", "--train"],
+            "--train vets a candidate without changing anything: give it with --check",
+        ),
+        (
+            ["rebase", "--", "--check", "main", "--train", "--target", "mmdetection3d"],
+            "rebase does not take --target: --train vets the StreamPETR series",
+        ),
     ],
 )
 def test_session_refuses_an_argument_it_would_drop(args: list[str], message: str) -> None:

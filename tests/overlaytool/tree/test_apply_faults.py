@@ -77,9 +77,17 @@ def test_the_kill_steps_are_every_write_step_of_apply(
     assert steps_of_a_clean_run(project, tmp_path) == CHANGED_STEPS
 
 
+def temporary_files(project: Project) -> list[Path]:
+    """The temporary files of apply's writes in the work trees (the nested checkout's included)."""
+    checkout = project.checkout
+    found = checkout.rglob(".*.streampetr-dali-tmp")
+    return [p for p in found if ".git" not in p.relative_to(checkout).parts]
+
+
 def kill_then_rerun(project: Project, step: str) -> None:
     killed = project.call("apply", STREAMPETR_DALI_TEST_KILL_AT=step)
     assert killed.returncode == -9, f"not killed at {step}: {killed.stderr}"
+    assert bool(temporary_files(project)) == step.endswith(":tmp")  # killed before its rename
     rerun = project.call("apply")
     assert rerun.returncode == 0, rerun.stderr[-600:]
 

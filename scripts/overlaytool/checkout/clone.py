@@ -13,16 +13,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import OverlayError
-from .cache import mirror_lock, mirror_path
-from .faults import kill_point
-from .fetch import require_cached
-from .gitcmd import git, has_commit
-from .lock import hold
-from .scratch import remove_dead_scratch
-from .targets import Target
-from .tree.checkout import checkout_lock, gitdir, state_dir
-from .tree.files import write_atomic
+from .. import OverlayError
+from ..atomic_write import write_atomic
+from ..cache import mirror_lock, mirror_path
+from ..faults import kill_point
+from ..fetch import require_cached
+from ..gitcmd import git, has_commit
+from ..lock import hold
+from ..scratch import remove_dead_scratch
+from ..targets import Target
+from .gitdir import checkout_lock, gitdir, state_dir
 
 
 def ensure_checkout(target: Target) -> None:

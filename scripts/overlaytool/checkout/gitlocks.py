@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import OverlayError
-from .faults import kill_point
-from .gitcmd import git_env
-from .tree.checkout import gitdir, state_dir
-from .tree.files import write_atomic
+from .. import OverlayError
+from ..atomic_write import write_atomic
+from ..faults import kill_point
+from ..gitcmd import git_env
+from .gitdir import gitdir, state_dir
 
 RECORD = "index-git.json"
 SETTLE_S = 2.0  # a concurrent git (an IDE's status) holds index.lock for far less than this

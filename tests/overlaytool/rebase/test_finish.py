@@ -56,15 +56,21 @@ def test_the_finish_steps_are_the_listed_ones(series: Project, tmp_path: Path) -
     assert [s for s in steps if s.startswith("replay:")] == REPLAY_STEPS
 
 
+def temporary_files(project: Project) -> list[Path]:
+    """The temporary files of the finish's writes (patches/, the pin's folder)."""
+    folders = (project.patch_dir, project.root / "upstream")
+    return [p for folder in folders for p in folder.glob(".*.streampetr-dali-tmp")]
+
+
 @pytest.mark.parametrize("step", FINISH_STEPS)
 def test_a_kill_at_any_finish_step_is_undone_exactly_by_abort(series: Project, step: str) -> None:
     before = project_state(series)
     killed = series.call("rebase", "main", STREAMPETR_DALI_TEST_KILL_AT=step)
     assert killed.returncode == -9
+    assert bool(temporary_files(series)) == step.endswith(":tmp")  # killed before its rename
     assert series.call("rebase", "--abort").returncode == 0
     assert project_state(series) == before
-    leftovers = [*series.patch_dir.glob(".*.rebase-tmp"), *(series.root / "upstream").glob(".*.rebase-tmp")]
-    assert leftovers == []
+    assert temporary_files(series) == []
     assert not list((series.root / "upstream").glob("rebase-report.*"))
     assert series.run("apply") == 0
 

@@ -1,0 +1,83 @@
+"""The one way overlaytool (and forkwatch) replaces a file: whole, and on disk when the call returns.
+
+The new content goes to a temporary file beside the target (`.<name>.<pid>.streampetr-dali-tmp`,
+created exclusively, so two writers never share one), is fsynced, renamed over the target, and the
+folder is fsynced: a reader, a kill (Ctrl-C, SIGKILL) or a power cut leaves the old content or the
+new, never half of it, never an empty file.
+
+One durability level for every file, the one the strictest write needs: apply's journal must be
+on disk before the first work-tree write, and every file apply then writes must come back after a
+crash in one of the two states the journal lists for it, or the rerun refuses it as a user edit
+(docs/apply.md, crash-consistent). A file renamed into place without an fsync of its data can come
+back empty after a power cut (delayed allocation); without the folder's fsync the rename itself
+can be lost. The stamp, the rebase's state, patches and pins are read back the same way, so they
+get the same guarantee. The cost, two fsyncs, is a few milliseconds a file; a fresh apply of the
+project writes about 70 files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .faults import kill_point
+
+TMP_SUFFIX = ".streampetr-dali-tmp"
+
+
+def write_atomic(
+    path: Path, data: bytes | str, *, mode: int | None = None, link: bool = False, step: str | None = None
+) -> None:
+    """Make `path` hold `data` (a str is written as UTF-8): a temporary file, fsync, rename, fsync of
+    the folder.
+
+    `mode`: the file's permission bits exactly, whatever the umask (None: what the umask leaves of
+    0o666); `link`: make `path` a symlink whose target is `data`; `step`: the kill point
+    `<step>:tmp` between the temporary file and the rename. Any failure removes the temporary file."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    tmp.unlink(missing_ok=True)  # left by a killed process that had this pid
+    try:
+        if link:
+            os.symlink(os.fsdecode(raw), tmp)
+        else:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+                if mode is not None:
+                    os.fchmod(f.fileno(), mode)  # the umask may have cleared bits
+                f.flush()
+                os.fsync(f.fileno())
+        if step:
+            kill_point(f"{step}:tmp")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_folder(path.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make the entries of `folder` (a rename into it) durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def leftovers(folder: Path, name: str | None = None) -> list[Path]:
+    """The temporary files killed writes left in `folder`: those of the file `name`, or of any file."""
+    pattern = re.compile(rf"\.{re.escape(name) if name else '.+'}\.\d+{re.escape(TMP_SUFFIX)}")
+    try:
+        return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def remove_leftovers(folder: Path, name: str | None = None) -> None:
+    """Delete `leftovers(folder, name)`. Call it holding the lock that serialises the writers of
+    `folder`: a live writer's temporary file looks the same."""
+    for tmp in leftovers(folder, name):
+        tmp.unlink(missing_ok=True)

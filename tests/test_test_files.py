@@ -1,0 +1,106 @@
+"""The rules of tests/ itself (docs/tests.md): no module of tests/ imports a test file (what several
+test files share lives in a helper module), and a test folder that mirrors a package names each of
+its test files after a module of the package's folder it mirrors (read from the code, lazy imports
+inside functions included)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tiers import TIERS
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+# tests/<folder> -> the package folder it mirrors, folder by folder
+MIRRORS = {"overlaytool": "scripts/overlaytool", "forkwatch": "scripts/forkwatch"}
+# Test files that still import another; each is fixed by removing it here (#43, phase 2).
+PENDING: dict[str, str] = {
+    "loader/test_image_path.py": "test_pipeline",
+    "loader/test_store_trust.py": "test_frame_store",
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module name an import of ``path`` may load (``from a import b``: ``a`` and ``a.b``)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
+
+
+def imports_of_test_files(tests: Path) -> dict[str, str]:
+    """Python file of ``tests`` (relative path) -> the test modules (``test_*``) it imports."""
+    test_modules = {p.stem for p in tests.rglob("test_*.py")}
+    found = {}
+    for path in sorted(tests.rglob("*.py")):
+        taken = sorted({name.split(".")[0] for name in imported_modules(path)} & test_modules)
+        if taken:
+            found[path.relative_to(tests).as_posix()] = ", ".join(taken)
+    return found
+
+
+def unmirrored(tests: Path, package: Path) -> list[str]:
+    """The test files of ``tests`` not named ``test_<module>[_<subject>][_<tier>].py`` after a module
+    of the folder of ``package`` at the same relative path."""
+    problems = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = package / path.parent.relative_to(tests)
+        modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+        subject = path.stem.removeprefix("test_")
+        subject = next((subject.removesuffix(f"_{t}") for t in TIERS if subject.endswith(f"_{t}")), subject)
+        if not any(subject == m or subject.startswith(f"{m}_") for m in modules):
+            where = folder.relative_to(package.parent).as_posix()
+            problems.append(f"{path.relative_to(tests.parent).as_posix()}: no module {where}/{subject}.py")
+    return problems
+
+
+def test_no_test_file_is_imported() -> None:
+    assert imports_of_test_files(TESTS) == PENDING
+
+
+def test_the_mirrored_folders_name_their_test_files_after_modules() -> None:
+    assert [p for folder, code in MIRRORS.items() for p in unmirrored(TESTS / folder, ROOT / code)] == []
+
+
+def test_an_import_of_a_test_file_is_named(tmp_path: Path) -> None:
+    for rel, body in {
+        "a/test_one.py": "from test_two import helper\n",
+        "b/test_two.py": "def helper():\n    import test_one.x\n",
+        "b/test_three.py": "from helpers import test_data\nimport tiers\n",
+        "b/helpers.py": "from test_one import y\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    assert imports_of_test_files(tmp_path) == {
+        "a/test_one.py": "test_two",
+        "b/helpers.py": "test_one",
+        "b/test_two.py": "test_one",
+    }
+
+
+def test_a_test_file_named_after_no_module_is_named(tmp_path: Path) -> None:
+    package, tests = tmp_path / "scripts" / "pkg", tmp_path / "tests" / "pkg"
+    for rel in ("__init__.py", "cache.py", "sub/__init__.py", "sub/apply.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text("")
+    for rel in (
+        "test_cache.py",
+        "test_cache_health_stack.py",
+        "test_caches.py",
+        "test_apply.py",
+        "sub/test_apply_faults_upstream.py",
+        "sub/test_init.py",
+        "gone/test_apply.py",
+    ):
+        (tests / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tests / rel).write_text("")
+    assert unmirrored(tests, package) == [
+        "pkg/gone/test_apply.py: no module pkg/gone/apply.py",
+        "pkg/sub/test_init.py: no module pkg/sub/init.py",
+        "pkg/test_apply.py: no module pkg/apply.py",
+        "pkg/test_caches.py: no module pkg/caches.py",
+    ]
