@@ -9,7 +9,7 @@ from __future__ import annotations
 from .batch.transforms import box_corners, project
 from .batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
 from .config.reader import dataset_values
-from .config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, TEST, AugConfig
+from .config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, AugConfig
 from .frames.records import Frame
 from .frames.store import load_frames, read_frames
 from .frames.store_file import write_atomic
@@ -27,7 +27,6 @@ __all__ = [
     "SINGLE_FRAME",
     "SLIDING_WINDOW",
     "STREAMING",
-    "TEST",
     "AugConfig",
     "Frame",
     "ImageSource",

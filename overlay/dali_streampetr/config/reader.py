@@ -323,7 +323,7 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     :class:`~.settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
-    keys = SPLITS[split]
+    spec = SPLITS[split]
     data = _get(cfg, "data", {}) or {}
     part = _get(data, split, {}) or {}
     if isinstance(part, list | tuple):
@@ -332,15 +332,15 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
             f"a list of {len(part)} datasets",
             "one dataset dict",
             "tools/test.py's concatenated test sets",
-            action=keys.action,
+            action=spec.action,
         )
-    steps = _get(part, "pipeline") or _get(cfg, keys.top_level_steps)
-    kwargs = _image(cfg, keys, steps)
+    steps = _get(part, "pipeline") or _get(cfg, spec.top_level_steps)
+    kwargs = _image(cfg, spec, steps)
     names = _get(cfg, "class_names") or _get(part, "classes")
     if names:
         kwargs["class_names"] = _seq(names)
     values = dataset_values(part)
-    kwargs.update(keys.batch(data, part, values))
+    kwargs.update(spec.batch(data, part, values))
     if _get(part, "ann_file"):
         kwargs["ann_file"] = str(_get(part, "ann_file"))
     kwargs.update(_knobs(cfg))
@@ -349,14 +349,14 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
         raise TypeError(f"unknown loader settings: {sorted(bad)}")
     kwargs.update(overrides)
     if "mode" not in kwargs:
-        _check_dataset(part, values, kwargs.get("class_names", NUSCENES_CLASSES), keys)
-        kwargs["mode"] = keys.mode(split, data, part, values, _get(cfg, "runner"))
+        _check_dataset(part, values, kwargs.get("class_names", NUSCENES_CLASSES), spec)
+        kwargs["mode"] = spec.mode(split, data, part, values, _get(cfg, "runner"))
     result = LoaderConfig(**kwargs)  # checks every value (config/settings.py)
     if steps is not None:
-        check_steps(steps, keys.steps, f"data.{split}.pipeline", result)
-    elif keys.steps_required:
+        check_steps(steps, spec.steps, f"data.{split}.pipeline", result)
+    elif spec.steps_required:
         raise refuse(f"data.{split}.pipeline", None, "upstream's test pipeline", "the config has none",
-                     action=keys.action)  # fmt: skip
+                     action=spec.action)  # fmt: skip
     if result.mode.needs_process_group and result.offset_order_per_rank:  # Queues: DistributedGroupSampler
         raise refuse("data_loading_config.offset_order_per_rank", True, "False with seq_mode=False",
                      "upstream's DistributedGroupSampler takes no per-rank seed offset")  # fmt: skip

@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
 TEST = "test"  # the test / validation loader (data.test, data.val): upstream's test_mode dataset
-TEST_SPLITS = ("test", "val")
 TEST_SAMPLER = "DistributedSampler"  # the plugin's, with shuffle=False (configs' nonshuffler_sampler)
 DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
