@@ -232,7 +232,7 @@ def make_data(session: nox.Session) -> None:
 @nox.session
 def inspect(session: nox.Session) -> None:
     """One DALI batch: a summary and a PNG of the augmented images with the projected boxes."""
-    run_tool(session, ensure_hermetic_env(session), "dali_streampetr.show_batch", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "batchview", *session.posargs)
 
 
 @nox.session

@@ -1,11 +1,14 @@
 """The packages of scripts/ and overlay/ import each other in one direction only: no two of them
-import each other; inside overlaytool, no module imports from a floor above its own (read from the
-code, lazy imports inside functions included)."""
+import each other (read from the code, lazy imports inside functions included); inside
+overlaytool, no module imports from a floor above its own; and scripts/ reach the loader
+package only through its faces, the package's entry points and its toolkit module."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import dali_streampetr
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = ("scripts", "overlay")
@@ -129,4 +132,49 @@ def test_an_import_from_a_higher_floor_is_named(tmp_path: Path) -> None:
         "base -> tree",
         "other -> rebase/loop",
         "tree/apply -> rebase/loop",
+    ]
+
+
+LOADER = "dali_streampetr"
+LOADER_FACES = {LOADER, f"{LOADER}.toolkit"}  # the entry points (__all__, lazy) and the tools' parts
+
+
+def past_the_faces(root: Path, entry_points: set[str]) -> list[str]:
+    """``file:line module`` of every import under ``root`` that reaches a module of the loader package
+    other than its faces: ``import``/``from`` a submodule, or ``from dali_streampetr import`` a name
+    that is not an entry point (a submodule)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+                if node.module == LOADER:
+                    names += [f"{LOADER}.{a.name}" for a in node.names if a.name not in entry_points]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] == LOADER and name not in LOADER_FACES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    return found
+
+
+def test_scripts_reach_the_loader_only_through_its_faces() -> None:
+    assert past_the_faces(REPO_ROOT / "scripts", set(dali_streampetr.__all__)) == []
+
+
+def test_an_import_past_the_faces_is_named(tmp_path: Path) -> None:
+    (tmp_path / "tool.py").write_text(
+        "import dali_streampetr\n"
+        "from dali_streampetr import build_loader, loader\n"
+        "from dali_streampetr.toolkit import ImageSource\n"
+        "def f():\n"
+        "    from dali_streampetr.sampling.plan import frame_draw\n"
+        "    import dali_streampetr.runner.collate\n"
+    )
+    assert past_the_faces(tmp_path, {"build_loader"}) == [
+        "tool.py:2 dali_streampetr.loader",
+        "tool.py:5 dali_streampetr.sampling.plan",
+        "tool.py:6 dali_streampetr.runner.collate",
     ]

@@ -1,11 +1,12 @@
 """DALI loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
-sliding window (:mod:`.config.reader`), and for its test path (``data.test``, ``data.val``).
+sliding window, and for its test path (``data.test``, ``data.val``): one loader, its split chosen
+when the config is read (:mod:`.config.reader`), its sampling mode (:mod:`.sampling.modes`).
 
 The entry points are this package's names (:data:`__all__`), imported on first use (PEP 562), so
 ``import dali_streampetr`` imports neither torch, DALI nor mmcv. Everything imports without
-mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` excepted):
-:func:`build_mmdet_loader`, :func:`build_dali_train_loader`,
-:func:`build_dali_test_loader` and :func:`get_dali_pipeline_distributed_args` need the upstream env.
+mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` excepted): the names
+from :mod:`.runner` need the upstream env. The project's own tools reach the loader through these
+names and :mod:`.toolkit` only.
 
 The subpackages, in the order a batch passes them: :mod:`.config` (the settings, read once),
 :mod:`.frames` (the info file and the frame store), :mod:`.sampling` (which frames, which draws),
@@ -21,6 +22,7 @@ from typing import Any
 # public name -> the module (under this package) that defines it
 _EXPORTS = {
     "build_loader": "loader",
+    "build_test_loader": "loader",
     "DaliStreamLoader": "loader",
     "LoaderConfig": "config.settings",
     "loader_config_from": "config.reader",
@@ -34,10 +36,13 @@ _EXPORTS = {
     "PipelineStartError": "pipeline.errors",
     "TooManyBadImagesError": "pipeline.failures",
     "LoaderStateMismatch": "resume",
-    "build_mmdet_loader": "runner.mmdet_adapter",
-    "build_dali_train_loader": "runner.integration",
-    "build_dali_test_loader": "runner.integration",
-    "get_dali_pipeline_distributed_args": "runner.integration",
+    "build_dali_loader": "runner.dataloader",
+    "build_dali_test_loader": "runner.dataloader",
+    "build_mmdet_loader": "runner.dataloader",
+    "DaliDataLoader": "runner.dataloader",
+    "to_collated": "runner.collate",
+    "to_eval_collated": "runner.collate",
+    "SkippedImages": "runner.collate",
 }
 __all__ = sorted(_EXPORTS)
 

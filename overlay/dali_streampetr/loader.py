@@ -1,6 +1,8 @@
-"""The DALI training loader: the DataLoader protocol around a pipeline it builds, runs one batch
+"""The DALI loader of every split: the DataLoader protocol around a pipeline it builds, runs one batch
 ahead, rebuilds after a failure and closes (batches: :mod:`.batch.assembly`; faults:
-:mod:`.pipeline.failures`; resume: :mod:`.resume`)."""
+:mod:`.pipeline.failures`; resume: :mod:`.resume`), and its builders without mmcv:
+:func:`build_loader` (the files given) and :func:`build_test_loader` (a test split's files, as
+``tools/test.py`` finds them)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import torch
 
 from .batch.assembly import BatchAssembler
 from .config.reader import loader_config_from
-from .config.settings import TEST, LoaderConfig
+from .config.settings import LoaderConfig
 from .frames.records import Frame
 from .frames.store import load_frames
 from .pipeline.failures import BadImagePolicy, diagnose
@@ -22,7 +24,6 @@ from .pipeline.graph import build_pipeline, build_within, pipeline_device
 from .pipeline.source import ImageSource
 from .pipeline.watchdog import AssemblyError, PipelineWatchdog, worker_processes
 from .resume import check_state, loader_state
-from .sampling.plan import BatchPlanner, sampler_args
 
 Collate = Callable[[dict[str, Any]], Any]
 
@@ -39,7 +40,7 @@ class DaliStreamLoader:
 
     Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
     shapes and dtypes: :mod:`.batch_schema`; ``collate`` is applied on the training thread before the
-    next batch is started: the mmdet adapter's DataContainer wrap, :mod:`.runner.mmdet_adapter`).
+    next batch is started: the DataContainer wrap, :mod:`.runner.collate`).
 
     ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue, the
     targets were computed beside them in the external source (in its worker process when
@@ -79,8 +80,7 @@ class DaliStreamLoader:
             ann, data_root, cfg.class_names, trusted_pickle=cfg.trusted_pickle
         )
         self.n_cams = len(self.frames[0].cam_names)
-        self.sampler_args = sampler_args(cfg, self.frames, rank=rank, world_size=world_size, seed=seed)
-        self.planner = BatchPlanner.from_args(self.sampler_args, cfg, seed)
+        self.planner = cfg.mode.planner(cfg, self.frames, rank=rank, world_size=world_size, seed=seed)
         self.sampler = self.planner.sampler
         self.iteration = 0
         self._iter_start = 0  # the iteration at which the caller's last iter() began (epoch modes)
@@ -111,7 +111,7 @@ class DaliStreamLoader:
             and self.iteration % len(self) == 0
             and self.iteration != self._iter_start
         ):
-            if self.cfg.mode.name == TEST:
+            if self.cfg.mode.close_after_pass:
                 self.close()  # one pass evaluated: no worker waits through the training until the next
             raise StopIteration  # the end of an epoch; the next iter() starts the next one
         while True:
@@ -142,12 +142,7 @@ class DaliStreamLoader:
     def _build(self) -> None:
         """A new pipeline whose first batch is ``self.iteration``."""
         source = ImageSource(
-            self.cfg,
-            self.sampler_args,
-            self.seed,
-            self.frames,
-            self.iteration,
-            frozenset(self.bad_image_policy.replaced),
+            self.cfg, self.planner, self.frames, self.iteration, frozenset(self.bad_image_policy.replaced)
         )
         self._pipe = build_within(
             lambda: build_pipeline(source, self.n_cams, self.device_id, self.seed),
@@ -249,7 +244,7 @@ def build_loader(
     named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
     ``split``: ``train``, or ``test`` / ``val`` for the test loader of ``data.test`` / ``data.val``
     (one pass over this rank's chunk in upstream's test order per ``iter()``:
-    :class:`.sampling.samplers.NonShuffledSampler`); ``overrides``: ``data_loading_config`` keys."""
+    :class:`.sampling.modes.EvalPass`); ``overrides``: ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()
@@ -263,3 +258,20 @@ def build_loader(
         settings, data_root, rank=rank, world_size=world_size, seed=seed,
         device_id=device_id, ann_file=ann_file, collate=collate, logger=logger,
     )  # fmt: skip
+
+
+def split_root(config: Any, split: str) -> str:
+    """``data.<split>.data_root``: where the split's images are found (the working directory when it
+    names none)."""
+    return config["data"][split].get("data_root") or "."
+
+
+def build_test_loader(config: Any, split: str = "test", **kwargs: Any) -> DaliStreamLoader:
+    """The test loader of ``data.<split>`` (``test``, ``val``) from a StreamPETR config, as the
+    patched ``tools/test.py`` gets it but without mmcv: the info file ``data.<split>.ann_file`` as
+    given (relative to the working directory, as upstream's dataset reads it), the images under
+    :func:`split_root`, upstream's test order and sharding, one pass per ``iter()``. ``kwargs``:
+    :func:`build_loader`'s (rank, world size, ``collate``: the plain batch unless given,
+    ``data_loading_config`` overrides ...)."""
+    settings = loader_config_from(config, split)
+    return build_loader(settings, split_root(config, split), ann_file=settings.ann_file, **kwargs)

@@ -79,7 +79,7 @@ FIELDS = (
     StateField("world_size", C, lambda ld: ld.world_size,
                "resume with as many processes as the run that wrote it (--gpus/--nproc_per_node {stored})"),
     StateField("rank", C, lambda ld: ld.rank, "the state is another rank's: each rank loads its own entry"),
-    StateField("mode", C, lambda ld: ld.sampler.mode,
+    StateField("mode", C, lambda ld: "replicate" if ld.sampler.replicate else "shard",  # the stored words
                "set data_loading_config.replicate_dataset_per_gpu={replicate} as in the run that wrote it"),
     StateField("offset_order_per_rank", C, lambda ld: ld.cfg.offset_order_per_rank,
                "set data_loading_config.offset_order_per_rank={stored} as in that run"),

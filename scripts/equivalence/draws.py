@@ -79,7 +79,7 @@ def upstream_draws(cfg: Any, n: int, seed: int) -> dict[str, np.ndarray]:
 
 def dali_draws(loader_cfg: Any, n: int, seed: int, batch_size: int = 2) -> dict[str, np.ndarray]:
     """``n`` draws of the DALI loader (rank 0, consecutive iterations, every slot)."""
-    from dali_streampetr.sampling.plan import frame_draw
+    from dali_streampetr.toolkit import frame_draw
 
     rows = []
     for k in range(n):

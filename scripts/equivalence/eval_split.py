@@ -4,7 +4,7 @@ against upstream's test DataLoader, field by field, on each rank of several worl
 The original side is what ``tools/test.py`` builds: ``CustomNuScenesDataset`` with ``test_mode=True``
 and the config's test pipeline, the plugin's ``DistributedSampler`` (``shuffle=False``) for rank ``r``
 of ``W``, one sample per batch, mmcv's ``collate``. The DALI side is the patched ``tools/test.py``'s
-loader (``split='test'``, collated by :func:`dali_streampetr.runner.eval_adapter.to_eval_collated`).
+loader (``build_test_loader``, collated by :func:`dali_streampetr.to_eval_collated`).
 Checked per world size: the same dataset index at every step of every rank, the gathered parts cut to
 the set's size are every frame once in order (``collect_results_cpu``), the same structure
 (keys, nesting, DataContainer flags, ``img_metas`` keys and values: :func:`.compare.walk`), geometry
@@ -57,15 +57,17 @@ def compare_test_split(
 ) -> dict[str, Any]:
     """One record: per world size the per-rank index lists of both sides and whether they agree;
     the structure differences and field statistics over every batch of every rank."""
-    from dali_streampetr.config.settings import UnsupportedConfigError
-    from dali_streampetr.loader import build_loader
-    from dali_streampetr.runner.eval_adapter import SkippedImages, to_eval_collated
+    from dali_streampetr import (
+        SkippedImages,
+        UnsupportedConfigError,
+        build_test_loader,
+        loader_config_from,
+        to_eval_collated,
+    )
     from mmdet3d.datasets import build_dataset
 
     cfg = load_test_config(config, data_root)
     try:
-        from dali_streampetr.config.reader import loader_config_from
-
         settings = loader_config_from(cfg, "test", image_path=image_path)
     except UnsupportedConfigError as exc:
         return {"config": config, "split": "test", "refused": str(exc), "ok": True}
@@ -81,8 +83,8 @@ def compare_test_split(
             parts_orig.append(list(original.sampler))
             skipped = SkippedImages(to_eval_collated)
             got = []
-            with build_loader(settings, cfg.data.test.data_root, rank=rank, world_size=world,
-                              ann_file=cfg.data.test.ann_file, collate=skipped) as loader:  # fmt: skip
+            with build_test_loader(cfg, "test", rank=rank, world_size=world, collate=skipped,
+                                   image_path=image_path) as loader:  # fmt: skip
                 batches = iter(loader)
                 for step, theirs in enumerate(original):
                     ours = next(batches)

@@ -24,7 +24,7 @@ class FastImageRow:
     """Accumulates the fast path's image row and its target check over the lock-step pairs."""
 
     def __init__(self, cfg: Any, data_root: Path, seed: int, std: tuple[float, float, float]) -> None:
-        from dali_streampetr.loader import build_loader
+        from dali_streampetr import build_loader
 
         self.loader = build_loader(cfg, data_root, rank=0, world_size=1, seed=seed, image_path="fast")
         self.images = ImageStats(np.asarray(std, dtype=np.float32), name=ROW)
@@ -32,7 +32,7 @@ class FastImageRow:
 
     def add(self, pair: Any, label: str) -> None:
         """The fast batch of ``pair``'s iteration: its images vs the original's, the rest vs DALI's."""
-        from dali_streampetr.runner.mmdet_adapter import to_collated
+        from dali_streampetr import to_collated
 
         fast = to_collated(next(self.loader))
         problems: list[str] = []

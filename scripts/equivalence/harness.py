@@ -23,7 +23,7 @@ def pad_threshold(loader_cfg: Any) -> float:
 
 def draw_cases(loader_cfg: Any, seed: int, batches: int, batch_size: int) -> set[tuple[bool, bool]]:
     """The (flip, padded) combinations among the DALI draws of the first ``batches`` iterations."""
-    from dali_streampetr.sampling.plan import frame_draw
+    from dali_streampetr.toolkit import frame_draw
 
     fW = loader_cfg.aug.final_dim[1]
     draws = [frame_draw(loader_cfg.aug, seed, 0, it, s) for it in range(batches) for s in range(batch_size)]
@@ -99,8 +99,7 @@ def compare_batches(
 
 def declared_mode(cfg: Any) -> str:
     """The training mode a config asks for (upstream's dataset defaults for absent keys)."""
-    from dali_streampetr.config.reader import dataset_values
-    from dali_streampetr.config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING
+    from dali_streampetr.toolkit import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, dataset_values
 
     values = dataset_values(cfg.data.train)
     if values["seq_mode"]:
@@ -123,8 +122,7 @@ def run_config(
     sequence order (world sizes 1, 2, 4; with and without ``replicate_dataset_per_gpu``) and ``draws``
     draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
-    from dali_streampetr.config.reader import loader_config_from
-    from dali_streampetr.config.settings import UnsupportedConfigError
+    from dali_streampetr import UnsupportedConfigError, loader_config_from
 
     t0 = time.perf_counter()
     cfg = load_config(config, data_root, samples_per_gpu)

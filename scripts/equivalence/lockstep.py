@@ -66,7 +66,7 @@ class LockStep:
     each checked against upstream's own arguments (the list shuffled, the refused frame's pool)."""
 
     def __init__(self, cfg: Any, data_root: Path, seed: int = 0, **dali_overrides: Any) -> None:
-        from dali_streampetr.loader import build_loader
+        from dali_streampetr import build_loader
 
         self.cfg, self.seed = cfg, seed
         self.dataset = original_dataset(cfg)
@@ -111,7 +111,7 @@ class LockStep:
         return self
 
     def __next__(self) -> BatchPair:
-        from dali_streampetr.runner.mmdet_adapter import to_collated
+        from dali_streampetr import to_collated
 
         iteration = self.dali.iteration
         batch = next(self.dali)

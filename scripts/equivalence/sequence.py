@@ -87,7 +87,7 @@ def original_stream(cfg: Any, dataset: Any, run: Run) -> list[list[tuple[int, bo
 
 def dali_stream(cfg: Any, data_root: Path, run: Run) -> list[list[tuple[int, bool]]]:
     """The same from the DALI loader's own planner (its pipeline is never started)."""
-    from dali_streampetr.loader import build_loader
+    from dali_streampetr import build_loader
 
     where = {"rank": run.rank, "world_size": run.world_size, "seed": run.seed}
     loader = build_loader(cfg, data_root, **where, **run.split())
@@ -166,7 +166,7 @@ def compare_epoch_streams(
 ) -> list[dict[str, Any]]:
     """For the epoch-based modes: one record per (split, world size, rank) comparing ``epochs`` epochs
     of upstream's sampler with the DALI loader's (sampled indices, before any replacement)."""
-    from dali_streampetr.loader import build_loader
+    from dali_streampetr import build_loader
 
     rows = []
     for replicate in (False, True):

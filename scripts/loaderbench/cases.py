@@ -186,7 +186,7 @@ def build_torch(cfg: Any, workers: int) -> Any:
 
 def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **overrides: Any) -> Any:
     """The DALI drop-in, in the collated DataContainer form the model sees (as the DataLoader's)."""
-    from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
+    from dali_streampetr import build_mmdet_loader
 
     device_id = 0 if device == "gpu" else None
     return build_mmdet_loader(
@@ -232,13 +232,11 @@ def build_eval(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Endle
         dataset = build_dataset(cfg.data.test)
         return Endless(build_dataloader(dataset, 1, case.workers, dist=False, shuffle=False,
                                         nonshuffler_sampler=cfg.data.nonshuffler_sampler))  # fmt: skip
-    from dali_streampetr.loader import build_loader
-    from dali_streampetr.runner.eval_adapter import to_eval_collated
+    from dali_streampetr import build_test_loader, to_eval_collated
 
-    loader = build_loader(
-        cfg, data_root, rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
-        ann_file=cfg.data.test.ann_file, collate=to_eval_collated, split="test", num_threads=case.threads,
-        device=case.device, **overrides,
+    loader = build_test_loader(
+        cfg, "test", rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
+        collate=to_eval_collated, num_threads=case.threads, device=case.device, **overrides,
     )  # fmt: skip
     return Endless(loader)
 

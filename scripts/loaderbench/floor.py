@@ -1,7 +1,7 @@
 """The decode floor: DALI's own CPU decoder on the loader's JPEGs, nothing else.
 
 The encoded files and the region-of-interest windows come from the loader's own batch source
-(:class:`dali_streampetr.pipeline.source.ImageSource`) for the same iterations the loader serves, are held in
+(:class:`dali_streampetr.toolkit.ImageSource`) for the same iterations the loader serves, are held in
 memory, and are fed to a pipeline that only decodes: ``decoders.image`` (full 1600x900) or
 ``decoders.image_slice`` (the rows the loader's ROI decode keeps). ``python -m loaderbench.floor
 '<json>'`` prints one ``RESULT`` JSON line (same protocol as :mod:`.runcase`).
@@ -25,14 +25,12 @@ from .runcase import RESULT_TAG
 
 def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np.ndarray], ...]]:
     """``(jpegs, decode_starts, decode_shapes)`` of the loader's first ``count`` iterations."""
-    from dali_streampetr.batch.wire import DECODE_SHAPE, DECODE_START
-    from dali_streampetr.config.reader import loader_config_from
-    from dali_streampetr.loader import DaliStreamLoader
-    from dali_streampetr.pipeline.source import ImageSource
+    from dali_streampetr import DaliStreamLoader, loader_config_from
+    from dali_streampetr.toolkit import DECODE_SHAPE, DECODE_START, ImageSource
 
     lcfg = loader_config_from(cfg, roi_decode=True)
     loader = DaliStreamLoader(lcfg, data_root, rank=0, world_size=1, seed=0)
-    source = ImageSource(lcfg, loader.sampler_args, 0, loader.frames, 0)
+    source = ImageSource(lcfg, loader.planner, loader.frames, 0)
     out = []
     for i in range(count):
         jpegs, rows, _ = source(i)

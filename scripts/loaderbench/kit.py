@@ -1,8 +1,8 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
 ``python -m loaderbench.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
-the loader itself (:class:`dali_streampetr.loader.DaliStreamLoader` from a plain
-:class:`~dali_streampetr.config.settings.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
+the loader itself (:class:`dali_streampetr.DaliStreamLoader` from a plain
+:class:`~dali_streampetr.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
 256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
 has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
 configuration runs in its own process (``python -m loaderbench.kit '<json>'``) with the
@@ -34,22 +34,23 @@ FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls
 def loader_config(profile: str, threads: int, device: str) -> Any:
     """The loader settings of a profile: r50 = LoaderConfig's defaults (the r50 config's), accv =
     the ACCV-like crop, batch 8, its sequence split and a replicated data set."""
-    from dali_streampetr.config.settings import AugConfig, LoaderConfig
+    from dali_streampetr import LoaderConfig
+    from dali_streampetr.toolkit import AugConfig, Streaming
 
     if profile == "r50":
-        return LoaderConfig(num_threads=threads, device=device)
+        return LoaderConfig(num_threads=threads, device=device, mode=Streaming())
     if profile == "accv":
         aug = AugConfig(final_dim=ACCV_IDA["final_dim"], resize_lim=ACCV_IDA["resize_lim"])
         return LoaderConfig(
             aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT,
-            replicate_dataset_per_gpu=True, num_threads=threads, device=device,
+            replicate_dataset_per_gpu=True, num_threads=threads, device=device, mode=Streaming(),
         )  # fmt: skip
     raise ValueError(f"unknown profile {profile!r} (r50, accv)")
 
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One configuration in this process, measured like :func:`.runcase.run` measures its own."""
-    from dali_streampetr.loader import DaliStreamLoader
+    from dali_streampetr import DaliStreamLoader
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)

@@ -89,7 +89,7 @@ def run_rank(spec: dict[str, Any]) -> None:
     enter_checkout()
     import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
     import torch  # noqa: F401
-    from dali_streampetr.runner import mmdet_adapter  # noqa: F401
+    from dali_streampetr import build_mmdet_loader, build_test_loader, to_eval_collated
     from nvidia.dali import fn  # noqa: F401
 
     data_root = Path(spec["data_root"])
@@ -103,20 +103,15 @@ def run_rank(spec: dict[str, Any]) -> None:
     _phase("imported")
     t0 = time.perf_counter()
     if test and spec["loader"] == "dali":
-        from dali_streampetr.loader import build_loader
-        from dali_streampetr.runner.eval_adapter import to_eval_collated
-
         from .cases import Endless
 
-        loader = Endless(build_loader(
-            cfg, data_root, rank=spec["rank"], world_size=spec["world_size"], device_id=None,
-            num_threads=DALI_THREADS, ann_file=spec["ann_file"], collate=to_eval_collated, split="test",
+        loader = Endless(build_test_loader(
+            cfg, "test", rank=spec["rank"], world_size=spec["world_size"], device_id=None,
+            num_threads=DALI_THREADS, collate=to_eval_collated,
         ))  # fmt: skip
     elif test:  # upstream's test DataLoader (one rank each: the sampler split is not what is measured)
         loader = build(case, cfg, data_root)
     elif spec["loader"] == "dali":
-        from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
-
         loader = build_mmdet_loader(
             cfg,
             data_root,

@@ -55,8 +55,7 @@ def count_diffs(spec: dict[str, Any]) -> None:
     (``infos.read_frames``, the former code path): every attribute of every frame."""
     from dataclasses import fields
 
-    from dali_streampetr.frames.records import Frame
-    from dali_streampetr.frames.store import load_frames, read_frames
+    from dali_streampetr.toolkit import Frame, load_frames, read_frames
 
     ann, root, classes = spec["ann_file"], spec["data_root"], spec["classes"]
     store, records = load_frames(ann, root, classes), read_frames(ann, root, classes)

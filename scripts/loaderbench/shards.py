@@ -47,8 +47,7 @@ def scene_column(args: argparse.Namespace, out: Path) -> np.ndarray:
     """The scene column of the frame store of ``--infos``, else of the ``--frames`` replica (stores
     under ``out``)."""
     os.environ["STREAMPETR_DALI_FRAME_STORES"] = str(out / "frame-stores")
-    from dali_streampetr.config.settings import LoaderConfig
-    from dali_streampetr.frames.store import load_frames
+    from dali_streampetr.toolkit import NUSCENES_CLASSES, load_frames
 
     if args.infos:
         infos, root = args.infos.resolve(), (args.data_root or args.infos.parent).resolve()
@@ -58,7 +57,7 @@ def scene_column(args: argparse.Namespace, out: Path) -> np.ndarray:
         root = ensure_dataset(scenes=2, samples_per_scene=args.samples_per_scene, seed=0)  # 1 train scene
         src = root / "nuscenes2d_temporal_infos_train.pkl"
         infos = replicate_infos(src, out / f"infos_{args.frames}.pkl", args.frames)
-    store = load_frames(infos, root, LoaderConfig().class_names)
+    store = load_frames(infos, root, NUSCENES_CLASSES)
     return np.asarray(store.columns["scene_token"])
 
 
@@ -85,12 +84,7 @@ def best_largest_rank(lengths: np.ndarray, world_size: int) -> int:
 def shard_stats(scene_ids: np.ndarray, world_size: int) -> dict[str, dict[str, Any]]:
     """Per sharding: frames per rank (largest, mean, smallest), empty ranks, frames run twice, scenes
     cut and the frames whose kept result lacks its scene's earlier frames."""
-    from dali_streampetr.sampling.eval_shards import (
-        frames_without_memory,
-        scene_shards,
-        scene_starts,
-        upstream_chunks,
-    )
+    from dali_streampetr.toolkit import frames_without_memory, scene_shards, scene_starts, upstream_chunks
 
     n = len(scene_ids)
     starts = set(scene_starts(scene_ids).tolist())
@@ -169,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     ids = scene_column(args, out)
-    from dali_streampetr.sampling.eval_shards import scene_starts
+    from dali_streampetr.toolkit import scene_starts
 
     lengths = np.diff(scene_starts(ids))
     result = {

@@ -1,7 +1,7 @@
 """Where the DALI graph's time goes: cumulative stages of the loader's graph and the naive graph.
 
 ``python -m loaderbench.stages [--threads T] [--batches N]`` decodes the loader's own batches (r50
-defaults of :class:`dali_streampetr.config.settings.LoaderConfig`, the synthetic data set) through
+defaults of :class:`dali_streampetr.LoaderConfig`, the synthetic data set) through
 
 - ``decode-full`` / ``decode-roi``: the decoder alone (full image / the rows the crop keeps),
 - ``+resize``: + the antialiased cubic resize of exactly the crop window (crop before resize),
@@ -28,21 +28,21 @@ STAGES = ("decode-full", "decode-roi", "+resize", "+pad", "+normalise", "naive")
 
 def batches(data_root: Path, count: int) -> tuple[object, list[tuple[list[np.ndarray], ...]]]:
     """The loader config and, per iteration, the external-source outputs + naive resize/crop params."""
-    from dali_streampetr.batch.wire import (
+    from dali_streampetr import DaliStreamLoader, LoaderConfig
+    from dali_streampetr.toolkit import (
         DECODE_SHAPE,
         DECODE_START,
         FLIP,
         OUT_SIZE,
         ROI_END,
         ROI_START,
+        ImageSource,
+        Streaming,
     )
-    from dali_streampetr.config.settings import LoaderConfig
-    from dali_streampetr.loader import DaliStreamLoader
-    from dali_streampetr.pipeline.source import ImageSource
 
-    cfg = LoaderConfig(roi_decode=True)
+    cfg = LoaderConfig(roi_decode=True, mode=Streaming())
     loader = DaliStreamLoader(cfg, data_root)
-    source = ImageSource(cfg, loader.sampler_args, 0, loader.frames, 0)
+    source = ImageSource(cfg, loader.planner, loader.frames, 0)
     out = []
     for i in range(count):
         n = loader.n_cams

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.runner.integration import build_dali_train_loader
+    from dali_streampetr import build_dali_loader
     from mmcv import Config
 
     data = args.data_root.resolve()
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg.data_loading_config.replicate_dataset_per_gpu = args.replicate
     cfg.work_dir, cfg.seed = str(args.out.resolve()), args.seed
     for rank in range(args.world_size):
-        loader = build_dali_train_loader(cfg, rank=rank, world_size=args.world_size, device_id=None)
+        loader = build_dali_loader(cfg, "train", rank=rank, world_size=args.world_size)
         for _ in range(args.iters):
             next(loader)
         loader.close()

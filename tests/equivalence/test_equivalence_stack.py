@@ -212,10 +212,9 @@ def test_stream_sampler_matches_on_many_groups(upstream, replicate, offset, worl
     flags = np.repeat(np.arange(len(sizes)), sizes)
     for rank in range(world_size):
         want = original_indices(FlagsOnly(flags), 2, Run(rank, world_size, 3, replicate, offset, iters=80))
-        mode = "replicate" if replicate else "shard"
-        ours = StreamSampler(flags, 2, rank=rank, world_size=world_size, seed=3, mode=mode,
+        ours = StreamSampler(flags, 2, rank=rank, world_size=world_size, seed=3, replicate=replicate,
                              offset_per_rank=offset)  # fmt: skip
-        assert [ours.batch(i) for i in range(80)] == want, (mode, world_size, rank)
+        assert [ours.batch(i) for i in range(80)] == want, (replicate, world_size, rank)
 
 
 @pytest.mark.parametrize("name", ["r50", "vov"])

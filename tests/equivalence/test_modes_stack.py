@@ -149,7 +149,7 @@ def test_epoch_sampler_matches_upstream_over_epochs(upstream, replicate, world_s
             FlagsOnly(flags), batch, Run(rank, world_size, 11, replicate, False, 0), 5
         )
         ours = GroupEpochSampler(flags, batch, rank=rank, world_size=world_size, seed=11,
-                                 mode="replicate" if replicate else "shard")  # fmt: skip
+                                 replicate=replicate)  # fmt: skip
         assert len(ours) * 5 == len(want)
         assert [ours.batch(i) for i in range(len(want))] == want, (world_size, rank)
 
@@ -189,7 +189,7 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     import torch.distributed as dist
     from dali_streampetr.config.reader import loader_config_from
     from dali_streampetr.config.settings import UnsupportedConfigError
-    from dali_streampetr.runner.integration import require_distributed_for
+    from dali_streampetr.runner.dataloader import require_distributed_for
     from equivalence.original import load_config
 
     def mode(name: str):

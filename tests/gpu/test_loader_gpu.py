@@ -48,9 +48,15 @@ def torch_cuda():
 def loader(root: Path, device: str, device_id: int | None, image_path: str = "exact"):
     from dali_streampetr.config.settings import LoaderConfig
     from dali_streampetr.loader import DaliStreamLoader
+    from dali_streampetr.sampling.modes import Streaming
 
     cfg = LoaderConfig(
-        device=device, samples_per_gpu=2, num_threads=2, py_num_workers=1, image_path=image_path
+        device=device,
+        samples_per_gpu=2,
+        num_threads=2,
+        py_num_workers=1,
+        image_path=image_path,
+        mode=Streaming(),
     )
     return DaliStreamLoader(cfg, root, seed=4, device_id=device_id)
 
@@ -93,17 +99,15 @@ def test_mixed_decoding_matches_cpu_decoding(synthetic_dataset: Path, cpu_batche
 def test_the_test_loader_with_mixed_decoding_matches_its_cpu_graph(
     synthetic_dataset: Path, torch_cuda
 ) -> None:
-    from dataclasses import replace
-
-    from dali_streampetr.config.settings import TEST, LoaderConfig, TrainingMode
+    from dali_streampetr.config.settings import LoaderConfig
     from dali_streampetr.loader import DaliStreamLoader
+    from dali_streampetr.sampling.modes import EvalPass
 
     torch = torch_cuda
     val = synthetic_dataset / "nuscenes2d_temporal_infos_val.pkl"
     passes = {}
     for device, device_id in (("cpu", None), ("gpu", 0)):
-        cfg = replace(LoaderConfig(device=device, num_threads=2, py_num_workers=1), samples_per_gpu=1,
-                      mode=TrainingMode(TEST))  # fmt: skip
+        cfg = LoaderConfig(device=device, num_threads=2, py_num_workers=1, samples_per_gpu=1, mode=EvalPass())
         with DaliStreamLoader(cfg, synthetic_dataset, ann_file=val, device_id=device_id) as test_loader:
             passes[device] = list(test_loader)
     assert len(passes["gpu"]) == len(passes["cpu"]) > 0

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.stack
 
 def test_skipped_image_is_reported_in_the_mmdet_log(damaged_root, tmp_path):
     pytest.importorskip("mmdet", reason="stack tier: mmdet is not importable in this interpreter")
-    from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader
+    from dali_streampetr import build_mmdet_loader
 
     log_file = tmp_path / "run.log"
     handler = logging.FileHandler(log_file)

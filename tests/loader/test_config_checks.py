@@ -121,16 +121,3 @@ def test_a_loader_built_from_read_settings_uses_them_as_they_are(tiny_root, monk
         assert loader.cfg is settings
     with pytest.raises(ConfigValueError, match="data_loading_config.num_threads"):
         build_loader(settings, tiny_root, num_threads=0)
-
-
-def test_the_knobs_alone_are_read_with_the_same_checks() -> None:
-    """get_dali_pipeline_distributed_args reads the device before the whole config: through the
-    reader's checks of the data_loading_config block, not a raw dict."""
-    from dali_streampetr.config.reader import knobs_from
-
-    assert knobs_from({"data_loading_config": {"device": "gpu"}}).device == "gpu"
-    assert knobs_from({}).device == "cpu"
-    with pytest.raises(ConfigValueError, match="data_loading_config.device"):
-        knobs_from({"data_loading_config": {"device": "tpu"}})
-    with pytest.raises(ConfigValueError, match="unknown data_loading_config keys: \\['devcie'\\]"):
-        knobs_from({"data_loading_config": {"devcie": "gpu"}})

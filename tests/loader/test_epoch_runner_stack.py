@@ -22,7 +22,7 @@ def single_frame_config() -> dict:
 def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None) -> tuple[list[int], object]:
     """Train ``epochs`` epochs (from ``resume_from``, if given); the frames every step received."""
     import torch
-    from dali_streampetr.runner.mmdet_adapter import build_mmdet_loader, to_collated
+    from dali_streampetr import build_mmdet_loader, to_collated
     from dali_streampetr.runner.state_hook import DaliStreamStateHook
     from mmcv.runner import CheckpointHook, EpochBasedRunner
 
@@ -50,7 +50,7 @@ def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None
     runner.register_optimizer_hook({"grad_clip": None})
     runner.register_hook(CheckpointHook(interval=1, by_epoch=True))
     cfg = {"resume_from": str(resume_from) if resume_from else None}
-    runner.register_hook(DaliStreamStateHook(loader, cfg), priority="ABOVE_NORMAL")
+    runner.register_hook(DaliStreamStateHook(loader.loader, cfg), priority="ABOVE_NORMAL")
     if resume_from:
         runner.resume(str(resume_from), map_location="cpu")
     try:

@@ -1,5 +1,5 @@
 """Stack tier: what the patched ``tools/test.py`` and evaluation hook get from
-``build_dali_test_loader``: a ``DataLoader`` that mmcv's evaluation hooks accept, over upstream's
+``build_dali_loader`` of a test split: a ``DataLoader`` that mmcv's evaluation hooks accept, over upstream's
 test dataset, its images served black under ``on_bad_image='skip'`` listed by sample, camera and
 path, a rank that does not evaluate given the frame count instead, and a config value it does not
 reproduce refused before any frame is read."""
@@ -38,7 +38,7 @@ def damaged(synthetic_dataset: Path, tmp_path_factory) -> tuple[Path, str, str]:
 
 
 def test_the_test_loader_is_a_dataloader_the_hooks_take_and_lists_skipped_images(damaged) -> None:
-    from dali_streampetr import build_dali_test_loader
+    from dali_streampetr import build_dali_loader
     from equivalence.eval_split import load_test_config
     from equivalence.original import import_upstream
     from mmdet.core import EvalHook
@@ -50,7 +50,7 @@ def test_the_test_loader_is_a_dataloader_the_hooks_take_and_lists_skipped_images
     cfg = load_test_config("r50", root)
     cfg.data_loading_config = {"on_bad_image": "skip", "py_num_workers": 0}
     dataset = build_dataset(cfg.data.test)
-    loader = build_dali_test_loader(cfg, dataset, split="test")
+    loader = build_dali_loader(cfg, "test", dataset)
     assert isinstance(loader, DataLoader) and loader.dataset is dataset and len(loader) == len(dataset)
     EvalHook(loader, interval=1)  # mmcv's hook refuses anything but a DataLoader
     batches = list(loader)
@@ -63,7 +63,7 @@ def test_the_test_loader_is_a_dataloader_the_hooks_take_and_lists_skipped_images
 def test_a_value_the_test_loader_does_not_reproduce_is_refused_before_reading(
     synthetic_dataset: Path,
 ) -> None:
-    from dali_streampetr import build_dali_test_loader
+    from dali_streampetr import build_dali_loader
     from dali_streampetr.config.settings import UnsupportedConfigError
     from equivalence.eval_split import load_test_config
     from equivalence.original import import_upstream
@@ -74,7 +74,7 @@ def test_a_value_the_test_loader_does_not_reproduce_is_refused_before_reading(
     with pytest.raises(
         UnsupportedConfigError, match=r"MultiScaleFlipAug3D.flip=True .*use_dali_test_pipeline=False"
     ):
-        build_dali_test_loader(cfg, dataset=None, split="test")
+        build_dali_loader(cfg, "test", dataset=None)
 
 
 def test_a_rank_that_does_not_evaluate_counts_the_frame_store_instead_of_upstreams_dataset(
@@ -82,7 +82,7 @@ def test_a_rank_that_does_not_evaluate_counts_the_frame_store_instead_of_upstrea
 ) -> None:
     """tools/test.py builds upstream's dataset on rank 0 only; another rank passes None and gets the
     frame store's count and the classes: the same length, no evaluate."""
-    from dali_streampetr import build_dali_test_loader
+    from dali_streampetr import build_dali_loader
     from equivalence.eval_split import load_test_config
     from equivalence.original import import_upstream
     from mmdet3d.datasets import build_dataset
@@ -90,7 +90,7 @@ def test_a_rank_that_does_not_evaluate_counts_the_frame_store_instead_of_upstrea
     import_upstream()
     cfg = load_test_config("r50", synthetic_dataset)
     cfg.data_loading_config = {"py_num_workers": 0}
-    loader = build_dali_test_loader(cfg, None, split="test")
+    loader = build_dali_loader(cfg, "test", None)
     try:
         upstream = build_dataset(cfg.data.test)
         assert (

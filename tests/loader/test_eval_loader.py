@@ -215,7 +215,7 @@ def test_upstreams_test_config_is_read_and_the_train_keys_do_not_matter(eval_roo
         assert settings.mode.name == TEST and settings.samples_per_gpu == 1
         assert settings.ann_file == "nuscenes2d_temporal_infos_val.pkl"
     with build_loader(cfg, eval_root, rank=1, world_size=2, split="test") as loader:
-        assert loader.sampler.chunk == chunk_indices(11, 2, 1) and loader.sampler.mode == "shard"
+        assert loader.sampler.chunk == chunk_indices(11, 2, 1) and not loader.sampler.replicate
 
 
 def _set(cfg: dict, path: str, value) -> dict:

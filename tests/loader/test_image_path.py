@@ -10,6 +10,7 @@ import torch
 from dali_streampetr.config.settings import LoaderConfig
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.graph import image_ops
+from dali_streampetr.sampling.modes import Streaming
 from loader_data import tiny_config
 from test_pipeline import STD, upstream_image
 
@@ -78,7 +79,7 @@ def test_fast_padding_is_the_separate_pad():
     flipped or not, with the crop smaller than ``final_dim`` in either axis."""
     from nvidia.dali import fn, pipeline_def, types
 
-    cfg, final = LoaderConfig(), (24, 40)
+    cfg, final = LoaderConfig(mode=Streaming()), (24, 40)
     rng = np.random.default_rng(0)
     images = [
         rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((24, 31), (17, 40), (9, 13), (24, 40))
@@ -107,6 +108,6 @@ def test_fast_padding_is_the_separate_pad():
 @pytest.mark.parametrize("value", ["faster", "Fast", "", None, 1])
 def test_image_path_outside_the_set_is_refused_by_name(value):
     with pytest.raises(ValueError, match=r"image_path.*'exact' or 'fast'"):
-        LoaderConfig(image_path=value)
+        LoaderConfig(image_path=value, mode=Streaming())
     with pytest.raises(ValueError, match=r"image_path .*'exact' or 'fast'"):
         image_ops(value, (0.0,) * 3, (1.0,) * 3, (8, 8))

@@ -112,7 +112,7 @@ def _same(a, b, path="") -> None:
 def test_collated_structure_matches_mmcv_collate():
     pytest.importorskip("mmcv", reason="stack tier: mmcv is not importable in this interpreter")
     pytest.importorskip("mmdet3d", reason="stack tier: mmdet3d is not importable in this interpreter")
-    from dali_streampetr.runner.mmdet_adapter import to_collated
+    from dali_streampetr import to_collated
     from mmcv.parallel import collate
 
     batch = _plain_batch()

@@ -15,9 +15,8 @@ import dali_streampetr
 import pytest
 
 MMCV_SIDE = {
-    "runner.mmdet_adapter",
-    "runner.eval_adapter",
-    "runner.integration",
+    "runner.collate",
+    "runner.dataloader",
     "runner.state_hook",
     "runner.requeue",
 }

@@ -7,14 +7,14 @@ from dali_streampetr.runner.schedule import RunSchedule
 
 
 def test_shard_divides_the_data_between_the_ranks() -> None:
-    s = RunSchedule(frames=28130, world_size=8, samples_per_gpu=2, mode="shard", max_iters=42192)
+    s = RunSchedule(frames=28130, world_size=8, samples_per_gpu=2, max_iters=42192)
     assert s.iters_per_epoch == 1758.125  # exact: 28130 / 16 is a binary fraction
     assert s.epochs(42192) == pytest.approx(23.998, abs=5e-4)  # 23.9983: the report's 3 decimals
     assert "this run: 42192 iterations = 23.998 epochs" in s.report()
 
 
 def test_replicate_walks_the_whole_data_set_on_every_rank() -> None:
-    s = RunSchedule(frames=100, world_size=4, samples_per_gpu=2, mode="replicate", max_iters=100)
+    s = RunSchedule(frames=100, world_size=4, samples_per_gpu=2, replicate=True, max_iters=100)
     assert s.iters_per_epoch == 50 and s.epochs(100) == 2
     assert "every rank walks the whole data set" in s.report()[0]
 
@@ -24,7 +24,6 @@ def test_warns_when_the_configs_gpu_count_is_not_the_world_size() -> None:
         frames=28130,
         world_size=2,
         samples_per_gpu=2,
-        mode="shard",
         config_num_gpus=8,
         config_iters_per_epoch=1758,
     )
@@ -35,5 +34,5 @@ def test_warns_when_the_configs_gpu_count_is_not_the_world_size() -> None:
 
 
 def test_no_warning_when_they_agree_or_the_config_says_nothing() -> None:
-    assert RunSchedule(10, 8, 2, "shard", config_num_gpus=8).gpu_count_warning() is None
-    assert RunSchedule(10, 8, 2, "shard").gpu_count_warning() is None
+    assert RunSchedule(10, 8, 2, config_num_gpus=8).gpu_count_warning() is None
+    assert RunSchedule(10, 8, 2).gpu_count_warning() is None

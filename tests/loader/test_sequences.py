@@ -83,13 +83,13 @@ def test_prev_exists_false_exactly_at_group_starts():
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 4])
-@pytest.mark.parametrize("mode", ["shard", "replicate"])
-def test_stream_matches_upstream_model(has_sweeps, world_size, mode):
+@pytest.mark.parametrize("replicate", [False, True], ids=["shard", "replicate"])
+def test_stream_matches_upstream_model(has_sweeps, world_size, replicate):
     flags = group_flags(has_sweeps, 2)
     batch, iters, seed = 2, 60, 7
     for rank in range(world_size):
-        ours = StreamSampler(flags, batch, rank=rank, world_size=world_size, seed=seed, mode=mode)
-        up_rank, up_world = (rank, world_size) if mode == "shard" else (0, 1)
+        ours = StreamSampler(flags, batch, rank=rank, world_size=world_size, seed=seed, replicate=replicate)
+        up_rank, up_world = (0, 1) if replicate else (rank, world_size)
         model = iter(UpstreamSampler(flags, batch, up_world, up_rank, seed))
         expected = [next(model) for _ in range(iters)]
         assert [ours.batch(i) for i in range(iters)] == expected
@@ -114,11 +114,10 @@ def test_random_access_equals_sequential(has_sweeps):
 
 def test_replicate_offset_per_rank_changes_the_order(has_sweeps):
     flags = group_flags(has_sweeps, 2)
-    same = [StreamSampler(flags, 2, rank=r, world_size=2, mode="replicate").batch(5) for r in range(2)]
+    same = [StreamSampler(flags, 2, rank=r, world_size=2, replicate=True).batch(5) for r in range(2)]
     assert same[0] == same[1]
     offset = [
-        StreamSampler(flags, 2, rank=r, world_size=2, mode="replicate", offset_per_rank=True)
-        for r in range(2)
+        StreamSampler(flags, 2, rank=r, world_size=2, replicate=True, offset_per_rank=True) for r in range(2)
     ]
     assert [offset[0].batch(i) for i in range(20)] != [offset[1].batch(i) for i in range(20)]
     assert offset[1].seed == 1
@@ -128,8 +127,8 @@ def test_too_many_slots_is_a_clear_error():
     flags = np.repeat(np.arange(6), 3)
     with pytest.raises(ValueError, match=r"6 sequence groups cannot feed 8 batch slots .*2 x 4 replicas"):
         StreamSampler(flags, 2, rank=0, world_size=4)
-    StreamSampler(flags, 2, rank=3, world_size=4, mode="replicate")  # replicate needs only 2
+    StreamSampler(flags, 2, rank=3, world_size=4, replicate=True)  # replicate needs only 2
     with pytest.raises(
         ValueError, match=r"cannot feed 8 batch slots .*Use a smaller batch or a larger seq_split_num\.$"
     ):
-        StreamSampler(flags, 8, rank=3, world_size=4, mode="replicate")  # no GPU count helps here
+        StreamSampler(flags, 8, rank=3, world_size=4, replicate=True)  # no GPU count helps here

@@ -50,9 +50,7 @@ def test_an_epoch_covers_every_frame_padded_to_whole_batches_on_every_rank(world
 
 def test_replicate_mode_gives_every_rank_the_whole_epoch_in_the_same_order():
     flags = np.zeros(12, dtype=np.int64)
-    orders = [
-        GroupEpochSampler(flags, 2, rank=r, world_size=4, mode="replicate").indices(3) for r in range(4)
-    ]
+    orders = [GroupEpochSampler(flags, 2, rank=r, world_size=4, replicate=True).indices(3) for r in range(4)]
     assert all(o == orders[0] for o in orders) and sorted(orders[0]) == list(range(12))
 
 

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.stack
 
 
 def test_the_dali_device_is_the_local_rank_slurm_gives(slurm_env: ModuleType, monkeypatch) -> None:
-    from dali_streampetr.runner.integration import get_dali_pipeline_distributed_args
-    from mmcv import Config
+    from dali_streampetr import loader_config_from
+    from dali_streampetr.runner.dataloader import distributed_args
 
     task = {"SLURM_PROCID": "11", "SLURM_NTASKS": "16", "SLURM_LOCALID": "3", "SLURM_JOB_ID": "7"}
     for key, value in {**task, "SLURM_NODELIST": "gpu[01-02]", "PATH": ""}.items():
@@ -22,7 +22,7 @@ def test_the_dali_device_is_the_local_rank_slurm_gives(slurm_env: ModuleType, mo
         monkeypatch.setenv(key, "")  # recorded, so the values the export writes are undone after the test
         monkeypatch.delenv(key)
     slurm_env.export_slurm_dist_env()
-    on_gpu = Config({"data_loading_config": {"device": "gpu"}})
-    assert get_dali_pipeline_distributed_args(on_gpu)["device_id"] == 3
-    on_cpu = Config({"data_loading_config": {"device": "cpu"}})
-    assert get_dali_pipeline_distributed_args(on_cpu)["device_id"] is None
+    on_gpu = loader_config_from({"data_loading_config": {"device": "gpu"}})
+    assert distributed_args(on_gpu)["device_id"] == 3
+    on_cpu = loader_config_from({"data_loading_config": {"device": "cpu"}})
+    assert distributed_args(on_cpu)["device_id"] is None

@@ -62,7 +62,7 @@ def assert_same_stream(a: Path, b: Path, iters: int, ranks: int) -> None:
 def reference_stream(data_root: Path, out: Path, *, world_size: int, mode: str, iters: int) -> Path:
     """The loader's uninterrupted stream for every rank (no model): the slot logs a straight run writes."""
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.runner.integration import build_dali_train_loader
+    from dali_streampetr import build_dali_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
@@ -71,7 +71,7 @@ def reference_stream(data_root: Path, out: Path, *, world_size: int, mode: str, 
     cfg.data_loading_config.replicate_dataset_per_gpu = mode == "replicate"
     cfg.work_dir, cfg.seed = str(out), 0
     for rank in range(world_size):
-        loader = build_dali_train_loader(cfg, rank=rank, world_size=world_size, device_id=None)
+        loader = build_dali_loader(cfg, "train", rank=rank, world_size=world_size)
         for _ in range(iters):
             next(loader)
         loader.close()

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from itertools import islice
 from pathlib import Path
 
@@ -19,6 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 BUILDER = "projects/mmdet3d_plugin/datasets/builder.py"
 SMALL = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
+SMALL_DALI = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"
 pytestmark = [pytest.mark.stack, pytest.mark.upstream]
 
 
@@ -116,13 +118,15 @@ def test_replicate_reaches_the_samplers_and_worker_seeds_keep_the_real_rank(
 
 
 def test_distributed_args(builder, monkeypatch) -> None:
-    from dali_streampetr.runner.integration import get_dali_pipeline_distributed_args
+    """From the settings the builder read: the device is not read from the config a second time."""
+    from dali_streampetr import loader_config_from
+    from dali_streampetr.runner.dataloader import distributed_args
 
     monkeypatch.setenv("LOCAL_RANK", "3")
-    assert get_dali_pipeline_distributed_args({"data_loading_config": {"device": "cpu"}}) == {
-        "rank": 0, "world_size": 1, "device_id": None,
-    }  # fmt: skip
-    assert get_dali_pipeline_distributed_args({"data_loading_config": {"device": "gpu"}})["device_id"] == 3
+    on_cpu = loader_config_from({"data_loading_config": {"device": "cpu"}})
+    assert distributed_args(on_cpu) == {"rank": 0, "world_size": 1, "device_id": None}
+    assert distributed_args(on_cpu, rank=2, world_size=3) == {"rank": 2, "world_size": 3, "device_id": None}
+    assert distributed_args(loader_config_from({"data_loading_config": {"device": "gpu"}}))["device_id"] == 3
 
 
 def train(data_root: Path, work_dir: Path, *args: str) -> str:
@@ -145,3 +149,44 @@ def test_two_training_iterations_on_the_dali_loader(synthetic_dataset: Path, tmp
     assert "train_dali: 2 iterations" in out and "all losses finite" in out
     assert "CLASSES = car, truck" in out
     assert len(slot_streams(tmp_path, 0)) == 2
+
+
+class ReadCounting(dict):
+    """A config (as mmcv's ``Config`` reads: items and attributes) that counts the reads of its keys."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.reads: Counter[str] = Counter()
+
+    def get(self, key: str, default: object = None) -> object:
+        self.reads[key] += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> object:
+        self.reads[key] += 1
+        return super().__getitem__(key)
+
+    def __getattr__(self, key: str) -> object:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+def test_the_dali_loader_reads_the_loader_settings_once(synthetic_dataset: Path, builder) -> None:
+    """What tools/train.py builds reads ``data_loading_config`` once: the distributed arguments (the
+    DALI device) come from the settings read, not from a second read of the config."""
+    from dali_streampetr import build_dali_loader
+    from mmcv import Config
+
+    config = ReadCounting(Config.fromfile(str(CHECKOUT / SMALL_DALI))._cfg_dict.to_dict())
+    infos = synthetic_dataset / "nuscenes2d_temporal_infos_train.pkl"
+    config["data"]["train"].update(data_root=f"{synthetic_dataset}/", ann_file=str(infos))
+    config["data_loading_config"].update(py_num_workers=0, log_slots=False)
+    config.reads.clear()
+    loader = build_dali_loader(config, "train")
+    try:
+        assert config.reads["data_loading_config"] == 1, config.reads
+        assert (loader.loader.cfg.py_num_workers, loader.loader.cfg.log_slots) == (0, False)
+    finally:
+        loader.close()

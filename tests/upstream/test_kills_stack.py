@@ -163,8 +163,8 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     import torch
 
     sys.path.insert(0, str(CHECKOUT))
+    from dali_streampetr import build_dali_loader
     from dali_streampetr.resume import META_KEY
-    from dali_streampetr.runner.integration import build_dali_train_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"))
@@ -172,7 +172,7 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     cfg.data.train.ann_file = str(synthetic_dataset / "nuscenes2d_temporal_infos_train.pkl")
     cfg.data_loading_config.log_slots = False
     cfg.work_dir, cfg.seed = str(tmp_path), 0
-    loader = build_dali_train_loader(cfg, rank=0, world_size=1, device_id=None)
+    loader = build_dali_loader(cfg, "train", rank=0, world_size=1)
     mine = loader.state_dict()
     work = tmp_path / "work"
     work.mkdir()

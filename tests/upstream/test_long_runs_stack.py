@@ -98,7 +98,7 @@ def test_ann_file_outside_data_root_is_read_as_given(synthetic_dataset: Path, tm
         pickle.dump({**data, "infos": subset}, f)
 
     sys.path.insert(0, str(CHECKOUT))
-    from dali_streampetr.runner.integration import build_dali_train_loader
+    from dali_streampetr import build_dali_loader
     from mmcv import Config
 
     cfg = Config.fromfile(str(CHECKOUT / SMALL_DALI))
@@ -106,7 +106,7 @@ def test_ann_file_outside_data_root_is_read_as_given(synthetic_dataset: Path, tm
     cfg.data.train.ann_file = str(ann)
     cfg.data_loading_config.log_slots = False
     cfg.work_dir = str(tmp_path / "work")
-    loader = build_dali_train_loader(cfg, rank=0, world_size=1, device_id=None)
+    loader = build_dali_loader(cfg, "train", rank=0, world_size=1)
     assert len(loader) == len(subset)
     batch = next(loader)
     assert {m[0]["scene_token"] for m in batch["img_metas"].data[0]} == {scene}

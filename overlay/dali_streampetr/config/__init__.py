@@ -1,2 +1,3 @@
-"""The loader's settings: a StreamPETR config read once into a checked :class:`.settings.LoaderConfig`,
-the training mode it selects, and the checks of its train and test pipelines."""
+"""The loader's settings: what they are and which values they may take (:mod:`.settings`), and a
+StreamPETR config read once into them for a split (:mod:`.reader`), with its sampling mode and the
+check of the split's transform steps (:mod:`.steps`)."""

@@ -1,19 +1,13 @@
 """The loader's settings and what values they may take.
 
-- :class:`LoaderConfig` (with :class:`AugConfig` and the :class:`TrainingMode`), its defaults, and
-  which of its fields are ``data_loading_config`` keys; :mod:`.reader` fills it from a StreamPETR
-  config.
+- :class:`LoaderConfig` (with :class:`AugConfig`), its defaults, and which of its fields are
+  ``data_loading_config`` keys; :mod:`.reader` fills it from a StreamPETR config, with the
+  :class:`SamplingMode` of the split it reads (the modes themselves: :mod:`..sampling.modes`).
 - The checks of every value, run when a :class:`LoaderConfig` is made, each error naming the config
   key, the value and what is allowed (:class:`ConfigValueError`), and the refusal of a value upstream
   accepts but the loader does not reproduce (:func:`refuse`, :class:`UnsupportedConfigError`).
-- Upstream's modes (``CustomNuScenesDataset`` + the plugin's ``build_dataloader``):
-
-  - ``streaming``: ``seq_mode=True`` (which forces ``queue_length=1``, ``random_length=0``,
-    ``num_frame_losses=1``), ``InfiniteGroupEachSampleInBatchSampler`` under ``IterBasedRunner``;
-  - ``single_frame`` (PETRv1): ``seq_mode=False``, ``queue_length=1``, ``DistributedGroupSampler``;
-  - ``sliding_window`` (the 8-key config): ``seq_mode=False``, ``queue_length > 1``,
-    ``DistributedGroupSampler``;
-  - ``test``: the test and validation loader (``data.test``, ``data.val``), upstream's test sampler.
+- The names of the modes (``streaming``, ``single_frame``, ``sliding_window``, ``test``), which the
+  loader's resume state records, and the upstream names the reader compares with.
 """
 
 from __future__ import annotations
@@ -22,11 +16,10 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 STREAMING, SINGLE_FRAME, SLIDING_WINDOW = "streaming", "single_frame", "sliding_window"
 TEST = "test"  # the test / validation loader (data.test, data.val): upstream's test_mode dataset
-TEST_SPLITS = ("test", "val")
 TEST_SAMPLER = "DistributedSampler"  # the plugin's, with shuffle=False (configs' nonshuffler_sampler)
 DATASET_TYPE = "CustomNuScenesDataset"
 STREAM_SAMPLER = "InfiniteGroupEachSampleInBatchSampler"
@@ -206,23 +199,18 @@ def refuse(
     )
 
 
-@dataclass(frozen=True)
-class TrainingMode:
-    """The training mode and the dataset values it depends on (after ``seq_mode``'s overrides), or
-    the test mode (``TEST``: one frame per sample, upstream's test sampler)."""
+class SamplingMode(Protocol):
+    """What the loader asks of a split's sampling mode besides its sampler, draws and targets, which
+    the mode owns (:mod:`..sampling.modes`: ``Streaming``, ``Queues``, ``EvalPass``)."""
 
-    name: str = STREAMING
-    queue_length: int = 1  # frames per sample (the T axis)
-    random_length: int = 0
-    num_frame_losses: int = 1
-    filter_empty_gt: bool = False
-    runner: str = ITER_RUNNER
+    name: str  # the resume state's training_mode: streaming, single_frame, sliding_window, test
+    queue_length: int  # frames per sample (the batch's T axis)
+    epoch_based: bool  # a pass ends with StopIteration after len(loader) batches
+    needs_process_group: bool  # upstream's sampler of the mode is the distributed one
+    close_after_pass: bool  # the pipeline and its workers are closed at the end of a pass
 
-    @property
-    def epoch_based(self) -> bool:
-        """Whether the loader ends a pass after ``len(loader)`` batches: upstream's epoch-based
-        DistributedGroupSampler, or the test sampler (one pass over this rank's chunk)."""
-        return self.name != STREAMING
+    def planner(self, cfg: LoaderConfig, frames: Any, *, rank: int, world_size: int, seed: int) -> Any:
+        """This rank's batch planner (its sampler and the per-frame facts the mode needs)."""
 
 
 NUSCENES_CLASSES = (
@@ -284,7 +272,7 @@ class LoaderConfig:
     samples_per_gpu: int = 2
     seq_split_num: int | str = 2
     ann_file: str = "nuscenes2d_temporal_infos_train.pkl"
-    mode: TrainingMode = field(default_factory=TrainingMode)  # data.train's mode (config/reader.py)
+    mode: SamplingMode = field(kw_only=True)  # the split's sampling (config/reader.py: sampling/modes.py)
     # The ``data_loading_config`` keys (DALI_KNOBS), each with its default; docs/loader.md lists them.
     num_threads: int = knob(2)
     py_num_workers: int = knob(1)

@@ -12,9 +12,9 @@ import os
 
 import numpy as np
 
-from ..batch.transforms import eval_targets, frame_targets, image_params
+from ..batch.transforms import image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
-from ..config.settings import TEST, LoaderConfig
+from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
 from .watchdog import watch_owner
 
@@ -22,25 +22,25 @@ from .watchdog import watch_owner
 class ImageSource:
     """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
     planned frames' encoded images, compute their decode/resample parameters and the frames' training
-    targets (geometry and annotations, :mod:`..batch.wire`). With ``py_num_workers > 0`` this runs in
-    DALI's worker process, off the training process. Picklable: the sampler is rebuilt in the worker.
-    ``replaced``: paths known to be undecodable, served as a black image (``on_bad_image='skip'``)."""
+    targets (geometry and annotations, :mod:`..batch.wire`; which targets, the mode says). With
+    ``py_num_workers > 0`` this runs in DALI's worker process, off the training process. Picklable:
+    the loader's ``planner`` goes with it, and the source plans with a copy of its own, made where
+    it runs (:meth:`..sampling.plan.BatchPlanner.fresh`). ``replaced``: paths known to be
+    undecodable, served as a black image (``on_bad_image='skip'``)."""
 
     def __init__(
         self,
         cfg: LoaderConfig,
-        sampler_args: dict,
-        seed: int,
+        planner: BatchPlanner,
         frames: list,
         start_iteration: int,
         replaced: frozenset[str] = frozenset(),
     ):
-        self.cfg, self.sampler_args, self.seed, self.start = cfg, sampler_args, seed, start_iteration
+        self.cfg, self.loader_planner, self.start = cfg, planner, start_iteration
         self.replaced = replaced
         self.frames = frames  # read per sample: no per-frame object is held (a forked worker shares them)
         self._planner: BatchPlanner | None = None
         self._black: np.ndarray | None = None
-        self._targets = eval_targets if cfg.mode.name == TEST else frame_targets
         self.owner_pid = os.getpid()  # the loader's process: a spawned worker ends when it dies
 
     def __getstate__(self) -> dict:
@@ -48,12 +48,13 @@ class ImageSource:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._planner = self.loader_planner  # unpickled: this process's own copy already
         watch_owner(self.owner_pid)  # in a spawned worker (no-op in the loader's process)
 
     @property
     def planner(self) -> BatchPlanner:
         if self._planner is None:
-            self._planner = BatchPlanner.from_args(self.sampler_args, self.cfg, self.seed)
+            self._planner = self.loader_planner.fresh()
         return self._planner
 
     def _read(self, token: str, cam: str, path: str) -> tuple[np.ndarray, tuple[int, int], bool]:
@@ -79,7 +80,7 @@ class ImageSource:
             token, cams, paths = frame.token, frame.cam_names, frame.img_paths
             reads = [self._read(token, cam, path) for cam, path in zip(cams, paths, strict=True)]
             check_same_size(token, cams, [size if ok else None for _, size, ok in reads])
-            targets = self._targets(frame, sample.draw, self.cfg)
+            targets = self.cfg.mode.targets(frame, sample.draw, self.cfg)
             plan = {
                 "iteration": iteration,
                 "index": sample.index,

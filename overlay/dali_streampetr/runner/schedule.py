@@ -12,7 +12,7 @@ class RunSchedule:
     frames: int  # frames in the training info file
     world_size: int
     samples_per_gpu: int
-    mode: str  # "shard" or "replicate"
+    replicate: bool = False  # data_loading_config.replicate_dataset_per_gpu
     max_iters: int | None = None  # runner.max_iters
     config_num_gpus: int | None = None  # the config's num_gpus (StreamPETR configs: 8)
     config_iters_per_epoch: int | None = None  # the config's num_iters_per_epoch
@@ -21,7 +21,7 @@ class RunSchedule:
     def frames_per_step(self) -> int:
         """Distinct frames one iteration covers: the global batch when sharding, one rank's when
         replicating (every rank walks the whole data set)."""
-        return self.samples_per_gpu * (self.world_size if self.mode == "shard" else 1)
+        return self.samples_per_gpu * (1 if self.replicate else self.world_size)
 
     @property
     def iters_per_epoch(self) -> float:
@@ -35,8 +35,8 @@ class RunSchedule:
         """One summary line, plus the effective epochs when max_iters is known."""
         lines = [
             f"DALI loader: {self.frames} frames, world size {self.world_size}, batch {self.samples_per_gpu} "
-            f"per rank, {self.mode}: {self.iters_per_epoch:.1f} iterations per epoch"
-            + (" (per rank: every rank walks the whole data set)" if self.mode == "replicate" else "")
+            f"per rank, {'replicate' if self.replicate else 'shard'}: {self.iters_per_epoch:.1f} iterations "
+            "per epoch" + (" (per rank: every rank walks the whole data set)" if self.replicate else "")
         ]
         if self.max_iters is not None:
             lines.append(f"this run: {self.max_iters} iterations = {self.epochs(self.max_iters):.3f} epochs")

@@ -19,8 +19,8 @@ import torch.distributed as dist
 from mmcv.runner import CheckpointHook, Hook
 from mmdet.utils import get_root_logger
 
+from ..loader import DaliStreamLoader
 from ..resume import META_KEY, LoaderStateMismatch, fitting_state
-from .mmdet_adapter import MMDetDaliLoader
 
 CHECKPOINT_GLOBALS = [
     np.core.multiarray._reconstruct, np.core.multiarray.scalar, np.ndarray, np.dtype,
@@ -58,7 +58,7 @@ class DaliStreamStateHook(Hook):
     continues at the runner's iteration, before the first batch builds the pipeline. A state that
     does not fit is refused."""
 
-    def __init__(self, loader: MMDetDaliLoader, cfg: Any) -> None:
+    def __init__(self, loader: DaliStreamLoader, cfg: Any) -> None:
         self.loader, self.cfg = loader, cfg
 
     def before_run(self, runner: Any) -> None:

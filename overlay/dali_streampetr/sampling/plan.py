@@ -1,11 +1,12 @@
 """Per-iteration batch plans: the frames of this rank's batch and their augmentation draws, a pure
 function of the iteration (the image source, in its own process, and the loader agree without talking).
 
-- What the planner is built from (:func:`sampler_args`, in the loader and again in the source's
-  worker): the sampler's kind and arguments (:mod:`.samplers`); outside streaming also the per-frame
-  label and scene facts the queues need, computed once when the loader is built (only
-  ``len(frames)`` and ``frames[i].<attr>`` are used; a :class:`..frames.store.FrameStore` is
-  read column-wise, in one pass over its arrays).
+- :class:`BatchPlanner`: this rank's sampler and the sampling mode (:mod:`.modes`), which it asks
+  for the frames of each sample and the draw of each frame; pickled into the external source's
+  worker (its sampler is rebuilt there from its arguments). Outside streaming it also holds the
+  per-frame label and scene facts the queues need, computed once when the loader is built (only
+  ``len(frames)`` and ``frames[i].<attr>`` are used; a :class:`..frames.store.FrameStore` is read
+  column-wise, in one pass over its arrays).
 - The queue of one training sample outside streaming (:func:`choose_queue`), as upstream's
   ``prepare_train_data`` and ``__getitem__`` choose them (``CustomNuScenesDataset``, mmdet3d's
   ``Custom3DDataset``): ``range(index - queue_length - random_length + 1, index)``,
@@ -24,49 +25,19 @@ draw the very same values (the equivalence harness replays them into upstream's 
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
 from ..batch.transforms import AugDraw, filter_objects
-from ..config.settings import TEST, AugConfig, LoaderConfig
+from ..config.settings import AugConfig, SamplingMode
 from ..frames.records import Frame
 from ..frames.store import FrameStore
-from .samplers import GroupEpochSampler, NonShuffledSampler, Sampler, group_flags, make_sampler
-
-
-def sampler_args(
-    cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
-) -> dict[str, Any]:
-    """What the planner is rebuilt from (in the external source's worker too): the sampler's kind and
-    arguments; in the epoch-based training modes also the per-frame label and scene facts the queues
-    need; in test mode the set's size (:class:`.samplers.NonShuffledSampler`)."""
-    if cfg.mode.name == TEST:  # upstream's test sampler: sharded by the real rank, never replicated
-        return {"kind": "test", "size": len(frames), "batch_size": cfg.samples_per_gpu,
-                "rank": rank, "world_size": world_size}  # fmt: skip
-    split = "replicate" if cfg.replicate_dataset_per_gpu else "shard"
-    common = {
-        "batch_size": cfg.samples_per_gpu,
-        "rank": rank,
-        "world_size": world_size,
-        "seed": seed,
-        "mode": split,
-    }
-    if not cfg.mode.epoch_based:
-        flags = group_flags([frames[i].has_sweeps for i in range(len(frames))], cfg.seq_split_num)
-        return {"kind": "stream", "flags": flags, **common, "offset_per_rank": cfg.offset_order_per_rank}
-    labelled = labelled_frames(frames, cfg.point_cloud_range, len(cfg.class_names))
-    if cfg.mode.filter_empty_gt and not labelled.any():
-        raise ValueError(
-            "data.train.filter_empty_gt=True but no frame of the info file has a label left after the "
-            "range and class filters: upstream's __getitem__ would draw replacements forever; set "
-            "filter_empty_gt=False"
-        )
-    flags = np.zeros(len(frames), dtype=np.int64)  # Custom3DDataset's flag outside seq_mode: all zero
-    return {"kind": "epoch", "flags": flags, **common, "labelled": labelled, "scenes": scene_ids(frames)}
+from .samplers import Sampler
 
 
 def labelled_frames(
@@ -190,56 +161,58 @@ class SamplePlan:
     shuffles: tuple[tuple[int, ...], ...] = ()
 
 
+class SlotKey(NamedTuple):
+    """One batch slot of one rank and iteration: what seeds its queue and its frames' draws."""
+
+    seed: int
+    rank: int
+    iteration: int
+    slot: int
+
+
 class BatchPlanner:
     """``plan(iteration)``: the frames of this rank's batch and their draws, a pure function of the
     iteration, so the image source (in its own process) and the iterator agree without talking.
-    Frames come sample by sample, each sample's ``T = mode.queue_length`` frames oldest first."""
+    Frames come sample by sample, each sample's ``T = mode.queue_length`` frames oldest first; which
+    frames a sample holds and how each is drawn, the mode says (:mod:`.modes`).
+
+    A copy (pickled into the external source's worker, or :meth:`fresh` for another thread) has
+    a sampler of its own, built afresh from the sampler's arguments."""
 
     def __init__(
         self,
+        mode: SamplingMode,
         sampler: Sampler,
-        cfg: LoaderConfig,
+        aug: AugConfig,
         seed: int,
         *,
         labelled: np.ndarray | None = None,
         scenes: np.ndarray | None = None,
     ) -> None:
-        self.sampler, self.cfg, self.seed = sampler, cfg, seed
+        self.mode, self.sampler, self.aug, self.seed = mode, sampler, aug, seed
         self.labelled, self.scenes = labelled, scenes
 
-    @classmethod
-    def from_args(cls, args: dict[str, Any], cfg: LoaderConfig, seed: int) -> BatchPlanner:
-        return cls(make_sampler(args), cfg, seed, labelled=args.get("labelled"), scenes=args.get("scenes"))
+    def fresh(self) -> BatchPlanner:
+        """This planner with a sampler of its own, for another thread (a sampler's caches are not
+        shared between threads); the facts are read-only and shared."""
+        return BatchPlanner(
+            self.mode,
+            copy.deepcopy(self.sampler),
+            self.aug,
+            self.seed,
+            labelled=self.labelled,
+            scenes=self.scenes,
+        )
 
     def plan(self, iteration: int) -> list[SamplePlan]:
-        rank, aug = self.sampler.rank, self.cfg.aug
-        if isinstance(self.sampler, NonShuffledSampler):  # test: one deterministic draw for every frame
-            draw = eval_draw(aug)
-            return [SamplePlan(index, False, draw) for index in self.sampler.batch(iteration)]
-        if not isinstance(self.sampler, GroupEpochSampler):
-            indices = self.sampler.batch(iteration)
-            draws = [frame_draw(aug, self.seed, rank, iteration, slot) for slot in range(len(indices))]
-            return [
-                SamplePlan(index, self.sampler.prev_exists(index), draw, slot)
-                for slot, (index, draw) in enumerate(zip(indices, draws, strict=True))
-            ]
-        mode, out = self.cfg.mode, []
+        out = []
         for slot, index in enumerate(self.sampler.batch(iteration)):
-            choice = choose_queue(
-                index, queue_length=mode.queue_length, random_length=mode.random_length,
-                num_frame_losses=mode.num_frame_losses, filter_empty_gt=mode.filter_empty_gt,
-                labelled=self.labelled, scenes=self.scenes, flags=self.sampler.flags,
-                seed=queue_seed(self.seed, rank, iteration, slot),
-            )  # fmt: skip
+            key = SlotKey(self.seed, self.sampler.rank, iteration, slot)
+            choice = self.mode.sample_frames(self, index, key)
             last = len(choice.frames) - 1
             for t, (frame, prev) in enumerate(zip(choice.frames, choice.prev_exists, strict=True)):
-                draw = (
-                    frame_draw(aug, self.seed, rank, iteration, slot)
-                    if last == 0
-                    else queue_frame_draw(aug, self.seed, rank, iteration, slot, t)
-                )
                 extra = {"rejected": choice.rejected, "shuffles": choice.shuffles} if t == last else {}
-                out.append(SamplePlan(frame, prev, draw, slot, **extra))
+                out.append(SamplePlan(frame, prev, self.mode.draw(self.aug, key, t), slot, **extra))
         return out
 
 

@@ -29,6 +29,7 @@ and the sequence groups of the frames (:func:`group_flags`, upstream's ``_set_se
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Sequence
 from functools import cached_property
@@ -37,13 +38,15 @@ from typing import Any
 import numpy as np
 import torch
 
-SPLIT_MODES = ("shard", "replicate")
-
 
 class SamplerBase:
-    """Group flags, the batch size, the seed and this rank's split. ``mode='shard'``: the sampler
-    runs as ``rank`` of ``world_size`` replicas (upstream's distributed samplers);
-    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica."""
+    """Group flags, the batch size, the seed and this rank's part of the data set. By default the
+    sampler runs as ``rank`` of ``world_size`` replicas (upstream's distributed samplers);
+    ``replicate=True``: every rank samples the whole data set as rank 0 of 1 replica.
+
+    A copy (pickled into the external source's worker, or :func:`copy.deepcopy`) is the sampler built
+    afresh from its arguments (:attr:`arguments`): the same pure function of the iteration, with
+    empty caches and its generators at their start."""
 
     def __init__(
         self,
@@ -53,19 +56,24 @@ class SamplerBase:
         rank: int = 0,
         world_size: int = 1,
         seed: int = 0,
-        mode: str = "shard",
+        replicate: bool = False,
     ) -> None:
-        if mode not in SPLIT_MODES:
-            raise ValueError(f"mode must be 'shard' or 'replicate', got {mode!r}")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} outside world size {world_size}")
+        self.arguments: dict[str, Any] = {
+            "flags": flags, "batch_size": batch_size, "rank": rank, "world_size": world_size,
+            "seed": seed, "replicate": replicate,
+        }  # fmt: skip
         self.flags = np.asarray(flags, dtype=np.int64)
-        self.batch_size, self.rank, self.world_size, self.mode = batch_size, rank, world_size, mode
+        self.batch_size, self.rank, self.world_size, self.replicate = batch_size, rank, world_size, replicate
         self.seed = seed
-        self.sampler_rank, self.replicas = (rank, world_size) if mode == "shard" else (0, 1)
+        self.sampler_rank, self.replicas = (0, 1) if replicate else (rank, world_size)
         self.group_sizes = np.bincount(self.flags)
         self.groups_num = len(self.group_sizes)
         self.epoch = 0
+
+    def __reduce__(self) -> tuple:
+        return functools.partial(type(self), **self.arguments), ()
 
     def set_epoch(self, epoch: int) -> None:
         """Stored only: the stream never reshuffles per epoch (as upstream's streaming sampler), and
@@ -139,27 +147,24 @@ class _Slot:
 class StreamSampler(SamplerBase):
     """Frame indices per iteration for this rank's ``batch_size`` slots.
 
-    ``mode='shard'``: slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream, distributed).
-    ``mode='replicate'``: every rank samples the whole data set as rank 0 of 1 replica; with
-    ``offset_per_rank`` the stream seed becomes ``seed + rank`` so ranks see different orders.
-
-    Users never name ``mode``: the config key ``replicate_dataset_per_gpu`` (and the runner flag of
-    the same name) selects it in :class:`~..loader.DaliStreamLoader`. The sampler keeps
-    its own word for the two splits because ranks need not be GPUs (gloo on CPU) and because
-    ``mode`` is part of the loader's saved ``state_dict``, which resumed runs compare.
+    Sharded (the default): slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream,
+    distributed). ``replicate=True`` (the config key ``replicate_dataset_per_gpu``): every rank
+    samples the whole data set as rank 0 of 1 replica; with ``offset_per_rank`` the stream seed
+    becomes ``seed + rank`` so ranks see different orders.
     """
 
     def __init__(
-        self, flags: np.ndarray, batch_size: int, *, offset_per_rank: bool = False, **split: Any
+        self, flags: np.ndarray, batch_size: int, *, offset_per_rank: bool = False, **placement: Any
     ) -> None:
-        """``split``: ``rank``, ``world_size``, ``seed``, ``mode`` (:class:`SamplerBase`)."""
-        super().__init__(flags, batch_size, **split)
-        if self.mode == "replicate" and offset_per_rank:
+        """``placement``: ``rank``, ``world_size``, ``seed``, ``replicate`` (:class:`SamplerBase`)."""
+        super().__init__(flags, batch_size, **placement)
+        self.arguments["offset_per_rank"] = offset_per_rank
+        if self.replicate and offset_per_rank:
             self.seed += self.rank
         global_batch = batch_size * self.replicas
         if self.groups_num < global_batch:
             remedy = "a smaller batch or a larger seq_split_num"
-            if self.mode == "shard":
+            if not self.replicate:
                 remedy = f"fewer GPUs, {remedy}, or replicate_dataset_per_gpu=True"
             raise ValueError(
                 f"{self.groups_num} sequence groups cannot feed {global_batch} batch slots "
@@ -216,7 +221,7 @@ def epoch_indices(
 
 class GroupEpochSampler(SamplerBase):
     """Frame indices per iteration for this rank (same interface as
-    :class:`StreamSampler`). ``mode='replicate'``: every rank samples the
+    :class:`StreamSampler`). ``replicate=True``: every rank samples the
     whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
 
     _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)
@@ -271,14 +276,20 @@ def chunk_indices(size: int, num_replicas: int, rank: int) -> list[int]:
 
 
 class NonShuffledSampler:
-    """This rank's test frames, one per batch. ``mode`` is always ``'shard'``: upstream's test and
-    validation loaders split the set by the real rank, whatever ``replicate_dataset_per_gpu`` says."""
+    """This rank's test frames, one per batch: upstream's test and validation loaders split the set by
+    the real rank (never replicated, whatever ``replicate_dataset_per_gpu`` says)."""
 
-    def __init__(self, size: int, batch_size: int = 1, *, rank: int = 0, world_size: int = 1, **_: object):
+    def __init__(self, size: int, batch_size: int = 1, *, rank: int = 0, world_size: int = 1) -> None:
         if batch_size != 1:
             raise ValueError(f"the test loader takes one sample per batch, got batch_size={batch_size}")
         self.size, self.batch_size, self.rank, self.world_size = size, batch_size, rank, world_size
-        self.sampler_rank, self.replicas, self.mode, self.seed, self.epoch = rank, world_size, "shard", 0, 0
+        self.sampler_rank, self.replicas, self.replicate, self.seed, self.epoch = (
+            rank,
+            world_size,
+            False,
+            0,
+            0,
+        )
         self.chunk = chunk_indices(size, world_size, rank)
 
     def batch(self, iteration: int) -> list[int]:
@@ -298,13 +309,3 @@ class NonShuffledSampler:
 
 
 Sampler = StreamSampler | GroupEpochSampler | NonShuffledSampler
-
-
-def make_sampler(args: dict[str, Any]) -> Sampler:
-    """The sampler of ``args`` (the loader's ``sampler_args``: ``kind`` + the sampler's arguments)."""
-    kwargs = {k: v for k, v in args.items() if k not in ("kind", "labelled", "scenes")}
-    if args["kind"] == "epoch":
-        return GroupEpochSampler(**kwargs)
-    if args["kind"] == "test":
-        return NonShuffledSampler(**kwargs)
-    return StreamSampler(**kwargs)

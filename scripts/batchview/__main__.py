@@ -1,5 +1,5 @@
-"""``python -m dali_streampetr.show_batch``: print a batch summary and draw the six augmented images of
-the sample with the most boxes, with the projected 3D boxes (and the 2D centres) into a PNG."""
+"""``python -m batchview``: print a batch summary and draw the six augmented images of the sample with
+the most boxes, with the projected 3D boxes (and the 2D centres) into a PNG."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import synthdata
+from dali_streampetr import DaliStreamLoader, build_loader
+from dali_streampetr.toolkit import box_corners, project, write_atomic
 from PIL import Image, ImageDraw
-
-from .batch.transforms import box_corners, project
-from .frames.store_file import write_atomic
-from .loader import DaliStreamLoader, build_loader
 
 EDGES = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5), (2, 6), (3, 7)]
 
@@ -89,8 +88,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int)
     args = parser.parse_args(argv)
     if args.data_root is None:
-        import synthdata
-
         args.data_root = synthdata.ensure_dataset()
     overrides = {"num_threads": args.threads} if args.threads else {}
     with build_loader(_config(args.config), args.data_root, **overrides) as loader:
