@@ -1,8 +1,9 @@
 """The parts of the loader that the project's own tools take apart (scripts/: the equivalence harness
 replays draws into upstream's code, the benchmark times the image source and the graph's stages and
 splits a store's scenes into test shards, the batch view draws a batch): re-exported here, so that a
-tool names the loader's parts only through this module and the package's entry points (:mod:`dali_streampetr`), never a module
-path of the package (``tests/test_import_directions.py``). Imports torch, not mmcv."""
+tool names the loader's parts only through this module and the package's entry points
+(:mod:`dali_streampetr`), never a module path of the package (``tests/test_import_directions.py``).
+Imports torch, not mmcv."""
 
 from __future__ import annotations
 
