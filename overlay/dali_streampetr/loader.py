@@ -35,7 +35,7 @@ def plain(batch: dict[str, Any]) -> dict[str, Any]:
 
 class DaliStreamLoader:
     """Drop-in for StreamPETR's training DataLoader, in its three training modes, and for its test
-    DataLoader (``split='test'``/``'val'`` of :func:`build_loader`: upstream's test order and sharding,
+    DataLoader (``split='test'``/``'val'`` of :func:`build_loader`: the test order and sharding,
     the deterministic test resize and crop, one pass per ``iter()``, the pipeline closed at its end).
 
     Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
@@ -102,14 +102,13 @@ class DaliStreamLoader:
     def __len__(self) -> int:
         """Like the original loader: streaming, the number of frames (the stream itself is infinite);
         epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch);
-        test mode, this rank's frames of one pass (the test sampler's ``num_samples``)."""
+        test mode, this rank's frames of one pass (its shard: upstream's ``num_samples``, or its scenes)."""
         return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
     def __next__(self) -> Any:
-        if (
-            self.cfg.mode.epoch_based
-            and self.iteration % len(self) == 0
-            and self.iteration != self._iter_start
+        if self.cfg.mode.epoch_based and (
+            len(self) == 0  # a test rank without a frame (more ranks than scenes): its pass ends at once
+            or (self.iteration % len(self) == 0 and self.iteration != self._iter_start)
         ):
             if self.cfg.mode.close_after_pass:
                 self.close()  # one pass evaluated: no worker waits through the training until the next
@@ -243,7 +242,7 @@ def build_loader(
     (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
     named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
     ``split``: ``train``, or ``test`` / ``val`` for the test loader of ``data.test`` / ``data.val``
-    (one pass over this rank's chunk in upstream's test order per ``iter()``:
+    (one pass over this rank's shard in dataset order per ``iter()``:
     :class:`.sampling.modes.EvalPass`); ``overrides``: ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
@@ -270,7 +269,7 @@ def build_test_loader(config: Any, split: str = "test", **kwargs: Any) -> DaliSt
     """The test loader of ``data.<split>`` (``test``, ``val``) from a StreamPETR config, as the
     patched ``tools/test.py`` gets it but without mmcv: the info file ``data.<split>.ann_file`` as
     given (relative to the working directory, as upstream's dataset reads it), the images under
-    :func:`split_root`, upstream's test order and sharding, one pass per ``iter()``. ``kwargs``:
+    :func:`split_root`, the test order and the config's sharding, one pass per ``iter()``. ``kwargs``:
     :func:`build_loader`'s (rank, world size, ``collate``: the plain batch unless given,
     ``data_loading_config`` overrides ...)."""
     settings = loader_config_from(config, split)

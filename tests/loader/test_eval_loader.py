@@ -19,7 +19,7 @@ from dali_streampetr.config.settings import TEST, UnsupportedConfigError
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.errors import WorkerDiedError
 from dali_streampetr.pipeline.source import BadImageError
-from dali_streampetr.sampling.samplers import chunk_indices
+from dali_streampetr.sampling.eval_shards import upstream_chunks
 from float_tolerance import float_atol
 from loader_data import H, W, tiny_eval_config, write_eval_infos
 
@@ -64,10 +64,10 @@ def test_the_chunk_check_catches_a_shifted_or_interleaved_order():
     """The check below is able to fail: torch's default interleaved split, a chunk order shifted by
     one, and ranks swapped are all named; upstream's own split passes."""
     size, world = 11, 3
-    assert chunk_problems([chunk_indices(size, world, r) for r in range(world)], size) == []
+    assert chunk_problems(upstream_chunks(size, world), size) == []
     interleaved = [[(r + world * k) % size for k in range(4)] for r in range(world)]
-    shifted = [[(i + 1) % size for i in chunk_indices(size, world, r)] for r in range(world)]
-    swapped = [chunk_indices(size, world, r) for r in (1, 0, 2)]
+    shifted = [[(i + 1) % size for i in chunk] for chunk in upstream_chunks(size, world)]
+    swapped = [upstream_chunks(size, world)[r] for r in (1, 0, 2)]
     for wrong in (interleaved, shifted, swapped):
         assert chunk_problems(wrong, size)
 
@@ -215,7 +215,7 @@ def test_upstreams_test_config_is_read_and_the_train_keys_do_not_matter(eval_roo
         assert settings.mode.name == TEST and settings.samples_per_gpu == 1
         assert settings.ann_file == "nuscenes2d_temporal_infos_val.pkl"
     with build_loader(cfg, eval_root, rank=1, world_size=2, split="test") as loader:
-        assert loader.sampler.chunk == chunk_indices(11, 2, 1) and not loader.sampler.replicate
+        assert list(loader.sampler) == upstream_chunks(11, 2)[1] and not loader.sampler.replicate
 
 
 def _set(cfg: dict, path: str, value) -> dict:

@@ -1,12 +1,13 @@
 """Scene-whole test shards and the gather (``dali_streampetr.sampling.eval_shards``): every frame in
 exactly one rank, in dataset order, whole scenes, the balance bound (at most the ideal share plus one
 of the rank's own scenes), each cut at the scene boundary nearest to the ideal one; upstream's chunks
-against the DALI loader's model of upstream's sampler; the gather in dataset order for both
+against upstream's sampler, transcribed; the gather in dataset order for both
 shardings, empty ranks and one rank, and its errors by name. The same shards and the same predictions
 through tools/test.py on 1 to 4 gloo ranks: tests/upstream/test_eval_shards_stack.py."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -21,7 +22,6 @@ from dali_streampetr.sampling.eval_shards import (
     sharding_of,
     upstream_chunks,
 )
-from dali_streampetr.sampling.samplers import chunk_indices
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -149,10 +149,20 @@ def test_a_world_size_below_one_is_refused(world_size: int) -> None:
         upstream_chunks(3, world_size)
 
 
+def upstreams_sampler(size: int, num_replicas: int, rank: int) -> list[int]:
+    """The plugin's ``DistributedSampler.__iter__`` with ``shuffle=False``, transcribed: the index list
+    repeated to ``total_size``, rank ``r`` its ``r``-th slice of ``total_size // num_replicas``."""
+    num_samples = math.ceil(size / num_replicas)
+    total_size = num_samples * num_replicas
+    indices = (list(range(size)) * math.ceil(total_size / size))[:total_size]
+    per_replicas = total_size // num_replicas
+    return indices[rank * per_replicas : (rank + 1) * per_replicas]
+
+
 @pytest.mark.parametrize("size", [1, 2, 7, 11, 16])
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4, 8])
-def test_upstream_chunks_are_the_samplers_model_of_upstreams_sampler(size: int, world_size: int) -> None:
-    model = [chunk_indices(size, world_size, r) for r in range(world_size)]
+def test_upstream_chunks_are_upstreams_sampler(size: int, world_size: int) -> None:
+    model = [upstreams_sampler(size, world_size, r) for r in range(world_size)]
     assert upstream_chunks(size, world_size) == model
 
 

@@ -48,6 +48,8 @@ def test_each_mode_is_a_value_that_pickles() -> None:
 
 
 def test_a_test_sharding_outside_the_known_ones_is_refused_by_name() -> None:
-    assert sorted(SHARDINGS) == ["upstream"]
-    with pytest.raises(ValueError, match=r"test sharding must be one of \['upstream'\], got 'scenes'"):
-        EvalPass(sharding="scenes")
+    assert sorted(SHARDINGS) == ["scenes", "upstream"]
+    with pytest.raises(
+        ValueError, match=r"test sharding must be one of \['scenes', 'upstream'\], got 'scene'"
+    ):
+        EvalPass(sharding="scene")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..batch_schema import STACKED_KEYS
+from ..sampling.eval_shards import sharding_of
 from ..sampling.modes import EvalPass, Queues, Streaming
 from .settings import (
     DALI_KNOBS,
@@ -115,8 +116,8 @@ class Split:
     extra_keys: frozenset[str]  # dataset keys beyond KNOWN_DATASET_KEYS
     batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values):
     # the batch settings
-    mode: Callable[[str, Any, Any, Mapping[str, Any], Any], SamplingMode]  # (split, ..., runner): the
-    # sampling mode and the refusal of what it does not reproduce
+    mode: Callable[[str, Any, Any, Mapping[str, Any], Any], SamplingMode]  # (split, data, data.<split>,
+    # its values, the whole config): the sampling mode and the refusal of what it does not reproduce
 
 
 def _train_fixed(part: Any) -> dict[str, Any]:
@@ -146,9 +147,7 @@ def _check_int(key: str, value: Any, lo: int) -> None:
         raise ConfigValueError(f"{key} must be an integer >= {lo}, got {value!r}")
 
 
-def _train_mode(
-    split: str, data: Any, train: Any, values: Mapping[str, Any], runner_cfg: Any
-) -> SamplingMode:
+def _train_mode(split: str, data: Any, train: Any, values: Mapping[str, Any], cfg: Any) -> SamplingMode:
     """The training mode ``data.train`` selects with its sampler and runner: :class:`UnsupportedConfigError`
     names the first value the loader does not reproduce (the key, the value and what is supported)."""
     keys = _get(train, "collect_keys")  # a test sample is one frame: its dataset's collect_keys are not used
@@ -168,7 +167,7 @@ def _train_mode(
     for key in ("queue_length", "num_frame_losses"):
         _check_int(f"data.train.{key}", values[key], 1)
     _check_int("data.train.random_length", values["random_length"], 0)
-    runner = _get(runner_cfg or {}, "type", ITER_RUNNER if values["seq_mode"] else EPOCH_RUNNER)
+    runner = _get(_get(cfg, "runner") or {}, "type", ITER_RUNNER if values["seq_mode"] else EPOCH_RUNNER)
     sampler_cfg = _get(data, "shuffler_sampler")
     sampler = _get(sampler_cfg, "type", GROUP_SAMPLER) if sampler_cfg is not None else None
     if values["seq_mode"]:
@@ -207,9 +206,10 @@ def _train_mode(
     )
 
 
-def _test_mode(split: str, data: Any, part: Any, values: Mapping[str, Any], runner_cfg: Any) -> SamplingMode:
-    """Upstream's ``prepare_test_data``, one frame per sample through the test pipeline, in the order
-    of the ``nonshuffler_sampler``."""
+def _test_mode(split: str, data: Any, part: Any, values: Mapping[str, Any], cfg: Any) -> SamplingMode:
+    """Upstream's ``prepare_test_data``, one frame per sample through the test pipeline, in dataset
+    order, split between the ranks as ``data_loading_config.test_sharding`` says (:func:`sharding_of`:
+    the rule upstream's DataLoader follows too, so both test loaders split alike)."""
     per_gpu = _get(part, "samples_per_gpu", 1)
     if per_gpu != 1 or not is_int(per_gpu):
         raise refuse(
@@ -231,7 +231,7 @@ def _test_mode(split: str, data: Any, part: Any, values: Mapping[str, Any], runn
             "no other key",
             action="evaluate",
         )
-    return EvalPass(sharding="upstream")
+    return EvalPass(sharding=sharding_of(cfg))
 
 
 def _test_split(name: str) -> Split:
@@ -269,14 +269,22 @@ SPLITS = {
 hook of ``--validate``."""
 
 
+MODE_KNOBS = ("test_sharding",)
+"""The ``data_loading_config`` keys read into a split's sampling mode, not into :class:`LoaderConfig`:
+``test_sharding``, the test splits' ``EvalPass.sharding`` (:func:`sharding_of`)."""
+
+
 def _knobs(cfg: Any) -> dict[str, Any]:
-    """The ``data_loading_config`` block; an unknown key is refused by name."""
+    """The ``data_loading_config`` block's :class:`LoaderConfig` keys; an unknown key is refused by
+    name, and so is a bad ``test_sharding`` whatever the split (a training run stops before it
+    trains, not at its first evaluation)."""
     dlc = _get(cfg, "data_loading_config", {}) or {}
-    unknown = set(dlc) - set(DALI_KNOBS)
+    unknown = set(dlc) - {*DALI_KNOBS, *MODE_KNOBS}
     if unknown:
         raise ConfigValueError(
-            f"unknown data_loading_config keys: {sorted(unknown)} (known: {list(DALI_KNOBS)})"
+            f"unknown data_loading_config keys: {sorted(unknown)} (known: {[*DALI_KNOBS, *MODE_KNOBS]})"
         )
+    sharding_of(cfg)
     return {k: dlc[k] for k in DALI_KNOBS if k in dlc}
 
 
@@ -314,11 +322,12 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     from ``cfg``: the image settings (``ida_aug_conf``, ``img_norm_cfg``, and for a test split the
     test steps' own), ``point_cloud_range``, ``class_names``, the batch size (``data.samples_per_gpu``;
     a test split's own, 1 as ``tools/test.py``), the dataset keys of ``data.<split>`` and the
-    sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`), its transform
-    steps (``data.<split>.pipeline``, else the top-level ``train_pipeline`` / ``test_pipeline``: every
-    step checked, :mod:`.steps`) and the ``data_loading_config`` block (the same knobs for every
-    split; ``replicate_dataset_per_gpu`` and ``offset_order_per_rank`` do not apply to a test split:
-    upstream's test loader always shards by the real rank). ``overrides`` win over all of them.
+    sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`; a test split's
+    sharding: ``data_loading_config.test_sharding``), its transform steps (``data.<split>.pipeline``,
+    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked, :mod:`.steps`) and
+    the ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu``
+    and ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the
+    real rank). ``overrides`` win over all of them.
     Raises :class:`~.settings.ConfigValueError` (or its subclass
     :class:`~.settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
     if split not in SPLITS:
@@ -350,7 +359,7 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     kwargs.update(overrides)
     if "mode" not in kwargs:
         _check_dataset(part, values, kwargs.get("class_names", NUSCENES_CLASSES), spec)
-        kwargs["mode"] = spec.mode(split, data, part, values, _get(cfg, "runner"))
+        kwargs["mode"] = spec.mode(split, data, part, values, cfg)
     result = LoaderConfig(**kwargs)  # checks every value (config/settings.py)
     if steps is not None:
         check_steps(steps, spec.steps, f"data.{split}.pipeline", result)

@@ -173,18 +173,10 @@ def _for_evaluation(
             f"{len(dataset)}: they must be the same set (data.{split}.load_interval, a filtered info file?)"
         )
     get_root_logger().info(
-        f"DALI test loader ({split}): {len(loader.frames)} frames; rank {loader.rank} of "
-        f"{loader.world_size}: frames {loader.sampler.chunk[0]}..{loader.sampler.chunk[-1]} ({len(loader)} "
-        "with the wrap-around)"
+        f"DALI test loader ({split}): {len(loader.frames)} frames, test_sharding={loader.cfg.mode.sharding}; "
+        f"this rank {loader.rank} of {loader.world_size}: {len(loader)} frames"
     )
     return DaliDataLoader(loader, dataset, skipped)
-
-
-def build_dali_test_loader(cfg: Any, dataset: Any | None, *, split: str = "test") -> DaliDataLoader:
-    """:func:`build_dali_loader` of a test split, under the name the patch series calls (the test
-    patch ``select-the-dali-test-loader-with-use-dali-test-pipeline``); goes when the patch calls
-    :func:`build_dali_loader`."""
-    return build_dali_loader(cfg, split, dataset)
 
 
 def build_mmdet_loader(

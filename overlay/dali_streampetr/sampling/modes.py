@@ -15,7 +15,8 @@ Upstream's modes (``CustomNuScenesDataset`` + the plugin's ``build_dataloader``)
   ``num_frame_losses=1``), ``InfiniteGroupEachSampleInBatchSampler`` under ``IterBasedRunner``;
 - single frame (PETRv1) and sliding window (the 8-key config): ``seq_mode=False``,
   ``queue_length`` 1 or more, ``DistributedGroupSampler``;
-- test: the test and validation loader (``data.test``, ``data.val``), upstream's test sampler.
+- test: the test and validation loader (``data.test``, ``data.val``), upstream's test sampler or whole
+  scenes per rank (:data:`SHARDINGS`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 from ..batch.transforms import AugDraw, eval_targets, frame_targets
 from ..config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, TEST, AugConfig, LoaderConfig
 from ..frames.records import Frame
+from .eval_shards import SCENES, UPSTREAM, scene_shards, upstream_chunks
 from .plan import (
     BatchPlanner,
     QueueChoice,
@@ -41,7 +43,7 @@ from .plan import (
     queue_seed,
     scene_ids,
 )
-from .samplers import GroupEpochSampler, NonShuffledSampler, StreamSampler, group_flags
+from .samplers import EvalSampler, GroupEpochSampler, StreamSampler, group_flags
 
 
 @dataclass(frozen=True)
@@ -122,18 +124,30 @@ class Queues:
         return frame_draw(aug, *key) if self.queue_length == 1 else queue_frame_draw(aug, *key, t)
 
 
-SHARDINGS = {"upstream": NonShuffledSampler}
-"""How the test loader splits the set between ranks (``EvalPass.sharding``), and the sampler of each:
-``upstream``, the contiguous chunks of upstream's ``nonshuffler_sampler``."""
+def _upstream_shards(frames: Sequence[Frame], world_size: int) -> list[list[int]]:
+    return upstream_chunks(len(frames), world_size)
+
+
+def _scene_shards(frames: Sequence[Frame], world_size: int) -> list[range]:
+    return scene_shards(scene_ids(frames), world_size)  # the frame store's scene column
+
+
+SHARDINGS: dict[str, Callable[[Sequence[Frame], int], Sequence[Sequence[int]]]] = {
+    UPSTREAM: _upstream_shards,
+    SCENES: _scene_shards,
+}
+"""How the test loader splits the set between ranks (``EvalPass.sharding``, the config key
+``data_loading_config.test_sharding``): the frames of every rank (:mod:`.eval_shards`). ``upstream``:
+the contiguous chunks of upstream's ``nonshuffler_sampler``; ``scenes``: whole scenes per rank."""
 
 
 @dataclass(frozen=True)
 class EvalPass:
     """Upstream's test path (``prepare_test_data``): one frame per sample through the test pipeline,
-    in the order of the ``nonshuffler_sampler``, one pass over this rank's part per ``iter()``;
-    the deterministic test resize and crop; no annotations."""
+    in dataset order, one pass over this rank's shard per ``iter()`` (``sharding``: a key of
+    :data:`SHARDINGS`); the deterministic test resize and crop; no annotations."""
 
-    sharding: str = "upstream"  # a key of SHARDINGS
+    sharding: str = UPSTREAM  # a key of SHARDINGS
     name: ClassVar[str] = TEST
     queue_length: ClassVar[int] = 1
     epoch_based: ClassVar[bool] = True  # a pass ends with StopIteration
@@ -148,7 +162,8 @@ class EvalPass:
     def planner(
         self, cfg: LoaderConfig, frames: Sequence[Frame], *, rank: int, world_size: int, seed: int
     ) -> BatchPlanner:
-        sampler = SHARDINGS[self.sharding](len(frames), cfg.samples_per_gpu, rank=rank, world_size=world_size)
+        shards = SHARDINGS[self.sharding](frames, world_size)
+        sampler = EvalSampler(shards, cfg.samples_per_gpu, rank=rank, world_size=world_size)
         return BatchPlanner(self, sampler, cfg.aug, seed)
 
     def sample_frames(self, planner: BatchPlanner, index: int, key: SlotKey) -> QueueChoice:

@@ -11,16 +11,11 @@ pure functions of ``i`` (so any batch can be planned directly and a resumed run 
   num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; rank ``r`` takes the
   ``r``-th contiguous ``num_samples`` of them; iteration ``i`` is block ``i % L`` of epoch ``i // L``
   (``L`` = batches per epoch). The seed is used as given (no broadcast), as upstream.
-- :class:`NonShuffledSampler`: upstream's test sampler, the plugin's ``DistributedSampler`` with
-  ``shuffle=False`` (``projects/mmdet3d_plugin/datasets/samplers/distributed_sampler.py``, the
-  configs' ``nonshuffler_sampler``). The index list ``0 .. n-1`` is repeated to ``total_size =
-  ceil(n / replicas) * replicas`` (torch's wrap-around padding without ``drop_last``) and rank ``r``
-  takes the contiguous chunk ``[r * num_samples, (r + 1) * num_samples)``: the streaming model keeps
-  its memory across the frames of a scene, so each rank walks whole runs of consecutive frames.
-  ``core/apis/test.py::collect_results_cpu`` concatenates the ranks' parts in rank order and cuts the
-  result to ``n``: every frame once, in the data set's order. One sample per batch; the chunk is
-  walked again for every pass (iteration ``i`` is element ``i % num_samples``), as the DataLoader does
-  on each ``iter()``.
+- :class:`EvalSampler`: the test sampler: this rank's shard of the test set, one frame per batch, in
+  order, walked again on every pass (iteration ``i`` is element ``i % len(shard)``), as the DataLoader
+  does on each ``iter()``. The shards are :mod:`.eval_shards`' (``EvalPass.sharding``): upstream's
+  ``nonshuffler_sampler`` (the plugin's ``DistributedSampler`` with ``shuffle=False``: the index list
+  wrapped to a multiple of the world size, rank ``r`` one contiguous chunk) or whole scenes per rank.
 
 The training samplers share :class:`SamplerBase` (group flags, batch size, seed, this rank's split)
 and the sequence groups of the frames (:func:`group_flags`, upstream's ``_set_sequence_group_flag``).
@@ -31,7 +26,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -262,39 +257,32 @@ class GroupEpochSampler(SamplerBase):
 # -- test
 
 
-def chunk_indices(size: int, num_replicas: int, rank: int) -> list[int]:
-    """The dataset indices rank ``rank`` of ``num_replicas`` evaluates, in order (upstream's
-    ``DistributedSampler.__iter__`` with ``shuffle=False``)."""
-    if size < 1:
-        raise ValueError("the test set has no frames")
-    if not 0 <= rank < num_replicas:
-        raise ValueError(f"rank {rank} outside world size {num_replicas}")
-    num_samples = math.ceil(size / num_replicas)
-    total_size = num_samples * num_replicas
-    indices = (list(range(size)) * math.ceil(total_size / size))[:total_size]
-    return indices[rank * num_samples : (rank + 1) * num_samples]
+class EvalSampler:
+    """This rank's test frames, one per batch, in order: its part of ``shards``, the split of the test
+    set between the ranks (:mod:`.eval_shards`: upstream's chunks or whole scenes, ``EvalPass.sharding``).
+    Upstream's test and validation loaders split the set by the real rank (never replicated, whatever
+    ``replicate_dataset_per_gpu`` says). Iterating gives this rank's dataset indices, as a torch sampler
+    yields them (``tools/test.py``'s gather places each result at its index); a rank's part may be
+    empty (more ranks than scenes): its pass then has no batch."""
 
-
-class NonShuffledSampler:
-    """This rank's test frames, one per batch: upstream's test and validation loaders split the set by
-    the real rank (never replicated, whatever ``replicate_dataset_per_gpu`` says)."""
-
-    def __init__(self, size: int, batch_size: int = 1, *, rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self, shards: Sequence[Sequence[int]], batch_size: int = 1, *, rank: int = 0, world_size: int = 1
+    ) -> None:
         if batch_size != 1:
             raise ValueError(f"the test loader takes one sample per batch, got batch_size={batch_size}")
-        self.size, self.batch_size, self.rank, self.world_size = size, batch_size, rank, world_size
-        self.sampler_rank, self.replicas, self.replicate, self.seed, self.epoch = (
-            rank,
-            world_size,
-            False,
-            0,
-            0,
-        )
-        self.chunk = chunk_indices(size, world_size, rank)
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside world size {world_size}")
+        if len(shards) != world_size:
+            raise ValueError(f"{len(shards)} shards for {world_size} ranks")
+        self.shard = [int(i) for i in shards[rank]]
+        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.sampler_rank, self.replicas, self.replicate, self.seed = rank, world_size, False, 0
+        self.epoch = 0
 
     def batch(self, iteration: int) -> list[int]:
-        """Dataset indices of this rank's batch number ``iteration`` (0-based, across passes)."""
-        return [self.chunk[iteration % len(self.chunk)]]
+        """Dataset indices of this rank's batch number ``iteration`` (0-based, across passes; each pass
+        walks the shard again, as the DataLoader does on each ``iter()``)."""
+        return [self.shard[iteration % len(self.shard)]]
 
     def prev_exists(self, index: int) -> bool:
         """Unused in test mode: the model resets its memory itself where ``scene_token`` changes."""
@@ -303,9 +291,12 @@ class NonShuffledSampler:
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.shard)
+
     def __len__(self) -> int:
-        """Batches per pass (= ``num_samples``, the DataLoader's length over upstream's sampler)."""
-        return len(self.chunk)
+        """Batches per pass: the shard's frames (upstream's chunk: ``num_samples``, its padding included)."""
+        return len(self.shard)
 
 
-Sampler = StreamSampler | GroupEpochSampler | NonShuffledSampler
+Sampler = StreamSampler | GroupEpochSampler | EvalSampler
