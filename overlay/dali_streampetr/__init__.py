@@ -37,7 +37,6 @@ _EXPORTS = {
     "TooManyBadImagesError": "pipeline.failures",
     "LoaderStateMismatch": "resume",
     "build_dali_loader": "runner.dataloader",
-    "build_dali_test_loader": "runner.dataloader",
     "build_mmdet_loader": "runner.dataloader",
     "DaliDataLoader": "runner.dataloader",
     "to_collated": "runner.collate",
