@@ -160,6 +160,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def shards_proof(session: nox.Session) -> None:
+    """The whole proof of scene-whole test shards (#44): 2, 3 and 4 gloo ranks and `--validate`, both test
+    loaders; `nox` runs 3 ranks of it (docs/tests.md gives both times)."""
+    refuse_args(session, "-m", why="it runs the stack proof file")
+    python = apply_and_ensure_upstream_env(session)
+    session.run(
+        python, "-m", "pytest", "-m", "stack", "tests/upstream/test_eval_shards_stack.py", *session.posargs,
+        external=True, env={"STREAMPETR_SHARDS_PROOF": "1"},
+    )  # fmt: skip
+
+
+@nox.session
 def tests_gpu(session: nox.Session) -> None:
     """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; where its torch or DALI sees no CUDA
     device, each test skips with one line."""

@@ -5,7 +5,7 @@ the small DALI config, 1 iteration. `nox -s evaluate`'s runner then evaluates it
 tools/test.py (the CPU path patched in), in one process and in two gloo processes, picking the config
 train.py dumped beside the checkpoint, and must print finite mAP/NDS from nuscenes-devkit with a
 result for every val sample; the config is a DALI one, so tools/test.py reads the frames through the
-DALI test loader, and `--loader torch` gives the same predictions (3 ranks: the 4 val frames padded).
+DALI test loader, and `--loader torch` gives the same predictions (3 ranks: the val scene on one).
 A `tools/dist_test.sh` whose ranks are SIGKILLed leaves no process behind.
 """
 
@@ -135,17 +135,17 @@ def prediction_problems(ours: dict, theirs: dict) -> list[str]:
 def test_both_test_loaders_give_the_same_predictions_on_three_ranks(
     dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path
 ) -> None:
-    """The same checkpoint on 3 gloo ranks with each loader: the same frames (4, padded to 6), the same
-    number of boxes per frame, centres within 1 cm and scores within 1e-5 after a one-to-one match, the
-    same NDS to 4 decimals. The bound cannot be carried through the network from the image tolerance
-    analytically; it is the measured difference (0.6 mm and 4e-7 on 8 frames: the images' 0.14 grey
-    levels mean difference, carried through the network and its streaming memory) with a 16x/24x
-    margin, and it is shown to catch an image error of the size of a wrong resize filter: the fast
-    image path (linear instead of cubic resampling, 3.6x the mean image difference) breaks it."""
+    """The same checkpoint on 3 gloo ranks with each loader: the same frames (4, one scene: whole on one
+    rank, the two others empty, rank 0 among them), the same number of boxes per frame, centres within
+    1 cm and scores within 1e-5 after a one-to-one match, the same NDS to 4 decimals. The bound cannot
+    be carried through the network from the image tolerance analytically; it is the measured
+    difference (0.6 mm and 4e-7 on 8 frames: the images' 0.14 grey levels mean difference, carried
+    through the network and its streaming memory) with a 16x/24x margin, and it is shown to catch an
+    image error of the size of a wrong resize filter: the fast image path (linear instead of cubic
+    resampling, 3.6x the mean image difference) breaks it."""
     work, _ = dist_trained
     outputs, results = {}, {}
-    # upstream's chunks on both: the DALI test loader's scene shards follow (docs/training.md)
-    runs = {"dali": ("--loader", "dali"), "torch": ("--loader", "torch", "--sharding", "upstream")}
+    runs = {"dali": ("--loader", "dali"), "torch": ("--loader", "torch")}  # the DALI config's scene shards
     runs["fast"] = ("--loader", "dali", "--cfg-options", "data_loading_config.image_path=fast")
     for name, args in runs.items():
         out = tmp_path / name
@@ -201,12 +201,12 @@ def _is_rank(pid: int) -> bool:
 def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
     dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path
 ) -> None:
-    """``tools/dist_test.sh <DALI config> <ckpt> 2`` on 1,600 frames (the train infos 200 times, a pass
-    of a minute or more: rank 1 builds no upstream dataset and starts seconds before rank 0, and the
-    small model evaluates ~20 frames/s, so a short set ends one rank's pass before the other's
-    starts): once both ranks run DALI worker processes, SIGKILL the two tools/test.py processes
-    (what the out-of-memory killer or a scheduler does); the launcher exits and every DALI worker
-    ends itself within seconds."""
+    """``tools/dist_test.sh <DALI config> <ckpt> 2`` (scene shards, the DALI config's default) on 1,600
+    frames (the train infos 200 times, a pass of a minute or more: rank 1 builds no upstream dataset
+    and starts seconds before rank 0, and the small model evaluates ~20 frames/s, so a short set ends
+    one rank's pass before the other's starts): once both ranks run DALI worker processes, SIGKILL the
+    two tools/test.py processes (what the out-of-memory killer or a scheduler does); the launcher
+    exits and every DALI worker ends itself within seconds."""
     import signal
     import time
     import uuid
