@@ -34,7 +34,7 @@ from .train import CHECKOUT, CONFIGS, free_port
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
 LOADERS = ("dali", "torch")
 SHARDINGS = ("scenes", "upstream")
-# what tools/test.py prints per rank with upstream's DataLoader on several processes
+# what tools/test.py prints per rank on several processes, with either test loader
 SHARDING_LINE = re.compile(r"rank \d+ of \d+ \(test_sharding=(\w+)\)")  # ranks share a line with the bar
 DALI_LINE = "DALI test loader (test):"  # what the DALI test loader logs when tools/test.py builds it
 DEFAULT_CHECKPOINT = ROOT / "work_dirs" / "train_dali" / "latest.pth"
