@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..batch_schema import STACKED_KEYS
-from ..sampling.eval_shards import sharding_of
+from ..sampling.eval_shards import checked_sharding
 from ..sampling.modes import EvalPass, Queues, Streaming
 from .settings import (
     DALI_KNOBS,
@@ -116,8 +116,9 @@ class Split:
     extra_keys: frozenset[str]  # dataset keys beyond KNOWN_DATASET_KEYS
     batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values):
     # the batch settings
-    mode: Callable[[str, Any, Any, Mapping[str, Any], Any], SamplingMode]  # (split, data, data.<split>,
-    # its values, the whole config): the sampling mode and the refusal of what it does not reproduce
+    mode: Callable[[str, Any, Any, Mapping[str, Any], Mapping[str, Any]], SamplingMode]  # (split, data,
+    # data.<split>, its values, the config's runner and test sharding): the sampling mode and the
+    # refusal of what it does not reproduce
 
 
 def _train_fixed(part: Any) -> dict[str, Any]:
@@ -147,7 +148,9 @@ def _check_int(key: str, value: Any, lo: int) -> None:
         raise ConfigValueError(f"{key} must be an integer >= {lo}, got {value!r}")
 
 
-def _train_mode(split: str, data: Any, train: Any, values: Mapping[str, Any], cfg: Any) -> SamplingMode:
+def _train_mode(
+    split: str, data: Any, train: Any, values: Mapping[str, Any], top: Mapping[str, Any]
+) -> SamplingMode:
     """The training mode ``data.train`` selects with its sampler and runner: :class:`UnsupportedConfigError`
     names the first value the loader does not reproduce (the key, the value and what is supported)."""
     keys = _get(train, "collect_keys")  # a test sample is one frame: its dataset's collect_keys are not used
@@ -167,7 +170,7 @@ def _train_mode(split: str, data: Any, train: Any, values: Mapping[str, Any], cf
     for key in ("queue_length", "num_frame_losses"):
         _check_int(f"data.train.{key}", values[key], 1)
     _check_int("data.train.random_length", values["random_length"], 0)
-    runner = _get(_get(cfg, "runner") or {}, "type", ITER_RUNNER if values["seq_mode"] else EPOCH_RUNNER)
+    runner = _get(top["runner"] or {}, "type", ITER_RUNNER if values["seq_mode"] else EPOCH_RUNNER)
     sampler_cfg = _get(data, "shuffler_sampler")
     sampler = _get(sampler_cfg, "type", GROUP_SAMPLER) if sampler_cfg is not None else None
     if values["seq_mode"]:
@@ -206,9 +209,11 @@ def _train_mode(split: str, data: Any, train: Any, values: Mapping[str, Any], cf
     )
 
 
-def _test_mode(split: str, data: Any, part: Any, values: Mapping[str, Any], cfg: Any) -> SamplingMode:
+def _test_mode(
+    split: str, data: Any, part: Any, values: Mapping[str, Any], top: Mapping[str, Any]
+) -> SamplingMode:
     """Upstream's ``prepare_test_data``, one frame per sample through the test pipeline, in dataset
-    order, split between the ranks as ``data_loading_config.test_sharding`` says (:func:`sharding_of`:
+    order, split between the ranks as ``data_loading_config.test_sharding`` says (``checked_sharding``:
     the rule upstream's DataLoader follows too, so both test loaders split alike)."""
     per_gpu = _get(part, "samples_per_gpu", 1)
     if per_gpu != 1 or not is_int(per_gpu):
@@ -231,7 +236,7 @@ def _test_mode(split: str, data: Any, part: Any, values: Mapping[str, Any], cfg:
             "no other key",
             action="evaluate",
         )
-    return EvalPass(sharding=sharding_of(cfg))
+    return EvalPass(sharding=top["test_sharding"])
 
 
 def _test_split(name: str) -> Split:
@@ -271,21 +276,22 @@ hook of ``--validate``."""
 
 MODE_KNOBS = ("test_sharding",)
 """The ``data_loading_config`` keys read into a split's sampling mode, not into :class:`LoaderConfig`:
-``test_sharding``, the test splits' ``EvalPass.sharding`` (:func:`sharding_of`)."""
+``test_sharding``, the test splits' ``EvalPass.sharding`` (``eval_shards.checked_sharding``)."""
 
 
-def _knobs(cfg: Any) -> dict[str, Any]:
-    """The ``data_loading_config`` block's :class:`LoaderConfig` keys; an unknown key is refused by
-    name, and so is a bad ``test_sharding`` whatever the split (a training run stops before it
-    trains, not at its first evaluation)."""
+def _knobs(cfg: Any) -> tuple[dict[str, Any], str]:
+    """The ``data_loading_config`` block, read once: its :class:`LoaderConfig` keys, and the test
+    sharding (the key, else the default of a config that trains on DALI or not). An unknown key is
+    refused by name, and so is a bad ``test_sharding`` whatever the split (a training run stops before
+    it trains, not at its first evaluation)."""
     dlc = _get(cfg, "data_loading_config", {}) or {}
     unknown = set(dlc) - {*DALI_KNOBS, *MODE_KNOBS}
     if unknown:
         raise ConfigValueError(
             f"unknown data_loading_config keys: {sorted(unknown)} (known: {[*DALI_KNOBS, *MODE_KNOBS]})"
         )
-    sharding_of(cfg)
-    return {k: dlc[k] for k in DALI_KNOBS if k in dlc}
+    sharding = checked_sharding(_get(dlc, "test_sharding"), dali=bool(_get(cfg, "use_dali_pipeline")))
+    return {k: dlc[k] for k in DALI_KNOBS if k in dlc}, sharding
 
 
 def _image(cfg: Any, split: Split, steps: Any) -> dict[str, Any]:
@@ -352,14 +358,16 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     kwargs.update(spec.batch(data, part, values))
     if _get(part, "ann_file"):
         kwargs["ann_file"] = str(_get(part, "ann_file"))
-    kwargs.update(_knobs(cfg))
+    knobs, test_sharding = _knobs(cfg)
+    kwargs.update(knobs)
     bad = set(overrides) - {f.name for f in fields(LoaderConfig)}
     if bad:
         raise TypeError(f"unknown loader settings: {sorted(bad)}")
     kwargs.update(overrides)
     if "mode" not in kwargs:
         _check_dataset(part, values, kwargs.get("class_names", NUSCENES_CLASSES), spec)
-        kwargs["mode"] = spec.mode(split, data, part, values, cfg)
+        top = {"runner": _get(cfg, "runner"), "test_sharding": test_sharding}  # the modes' top-level keys
+        kwargs["mode"] = spec.mode(split, data, part, values, top)
     result = LoaderConfig(**kwargs)  # checks every value (config/settings.py)
     if steps is not None:
         check_steps(steps, spec.steps, f"data.{split}.pipeline", result)

@@ -37,12 +37,19 @@ def _get(cfg: Any, key: str) -> Any:
 
 def sharding_of(cfg: Any) -> str:
     """The test sharding ``cfg`` selects: ``data_loading_config.test_sharding`` where it is given,
-    else ``'scenes'`` for a DALI config (``use_dali_pipeline=True``) and ``'upstream'`` for the others.
-    The default follows what the config trains on, not which test loader runs, so that
-    ``use_dali_test_pipeline=True|False`` compares the two loaders on the same shards."""
+    else ``'scenes'`` for a DALI config (``use_dali_pipeline=True``) and ``'upstream'`` for the others
+    (:func:`checked_sharding`)."""
     value = _get(_get(cfg, "data_loading_config") or {}, "test_sharding")
+    return checked_sharding(value, dali=bool(_get(cfg, "use_dali_pipeline")))
+
+
+def checked_sharding(value: Any, *, dali: bool) -> str:
+    """``value`` (``data_loading_config.test_sharding``, None where the config has none) checked, or the
+    default: ``'scenes'`` for a config that trains on DALI (``dali``), else ``'upstream'``. The default
+    follows what the config trains on, not which test loader runs, so that
+    ``use_dali_test_pipeline=True|False`` compares the two loaders on the same shards."""
     if value is None:
-        return SCENES if _get(cfg, "use_dali_pipeline") else UPSTREAM
+        return SCENES if dali else UPSTREAM
     if value not in SHARDINGS:
         raise ConfigValueError(f"{SHARDING_KEY}={value!r}: one of {list(SHARDINGS)}")
     return value
