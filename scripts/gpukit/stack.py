@@ -7,7 +7,7 @@ From a stack kit (``nox -s wheelhouse -- --only stack-kit``; stdlib only, like t
    the digests ``apply`` left where the kit was made (the node needs no git);
 2. ``mmcv``    compile mmcv-full against the node's torch (``wheelhouse.node_env --mmcv-only``);
 3. ``env``     the OpenMMLab env on the node's torch from the kit's wheels, index disabled;
-4. ``check``   the driver check (``tools/cuda_check.py --dali``): with a GPU it must say ``GPU``;
+4. ``check``   the driver check (``tools/driver_check.py --dali``): with a GPU it must say ``GPU``;
 5. ``data``    the synthetic data set;
 6. ``tests``   ``tests/gpu -m gpu`` (the loader's GPU tests and two training iterations on the GPU);
 7. ``train_dali``, ``train_torch``  ``upstream_run train`` on each loader (DALI with mixed decoding
@@ -135,10 +135,10 @@ class Stack:
                         *ops, *extra])  # fmt: skip
 
     def check(self) -> None:
-        out = self.run("check", [self.vpy, self.src / "upstream/StreamPETR/tools/cuda_check.py", "--dali"])
-        verdict = next((ln for ln in reversed(out.splitlines()) if ln.startswith("cuda_check: ")), "")
+        out = self.run("check", [self.vpy, self.src / "upstream/StreamPETR/tools/driver_check.py", "--dali"])
+        verdict = next((ln for ln in reversed(out.splitlines()) if ln.startswith("driver_check: ")), "")
         self.record("check", verdict=verdict)
-        if self.gpu != verdict.startswith("cuda_check: GPU"):
+        if self.gpu != verdict.startswith("driver_check: GPU"):
             raise CheckError(
                 f"check: the node's torch {'sees' if self.gpu else 'sees no'} GPU, yet {verdict!r}"
             )

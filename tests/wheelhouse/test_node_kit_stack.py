@@ -90,7 +90,7 @@ def test_the_stack_runs_offline_on_a_stand_in_for_the_nodes_python(stack_kit: Pa
     assert summary["steps"]["parts"]["applied_files"] > 100
     assert (
         summary["steps"]["check"]["verdict"]
-        == "cuda_check: CPU: no NVIDIA GPU on this host (no NVIDIA driver)"
+        == "driver_check: CPU: no NVIDIA GPU on this host (no NVIDIA driver)"
     )
     # the env runs the stand-in's torch (not a copy) with the kit's mmcv-full and DALI
     env_python = work / "src" / ".nox" / "_env" / "upstream" / "bin" / "python"
