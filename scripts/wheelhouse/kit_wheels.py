@@ -6,6 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from upstream_env.node_torch import with_dali
+
 from .kit_sources import ROOT
 from .requirement_locks import Locked, resolve, run_pip, write_lock
 
@@ -14,14 +16,11 @@ CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
 # Wheels a node of any glibc >= 2.17 (manylinux2014) to 2.28 can install.
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",
              "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")  # fmt: skip
-DALI = {12: "nvidia-dali-cuda120", 13: "nvidia-dali-cuda130"}
 
 
 def kit_requirements(cuda: int, dest: Path) -> Path:
     """``requirements/gpu-kit.txt`` with the DALI build of CUDA major ``cuda``, written to ``dest``."""
-    if cuda not in DALI:
-        raise ValueError(f"--cuda {cuda}: DALI wheels exist for CUDA {sorted(DALI)}")
-    text = REQUIREMENTS.read_text().replace(f"{DALI[12]}==", f"{DALI[cuda]}==")
+    text = with_dali(REQUIREMENTS.read_text(), cuda)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     return dest
