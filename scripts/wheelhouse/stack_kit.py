@@ -144,13 +144,18 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
 
 
 def describe(kit: Path) -> str:
-    """One line per bundle (its size) and the total, for the console and the docs."""
+    """One line per bundle (its size; the first ones: what mmcv's compile needs) and the total."""
     manifest = json.loads((kit / MANIFEST).read_text())
     sizes: dict[str, int] = {}
     for entry in manifest["files"]:
         for part in entry["parts"]:
             sizes[part["bundle"]] = sizes.get(part["bundle"], 0) + part["size"]
-    lines = [f"  {name}: {size / MiB:.1f} MiB" for name, size in sorted(sizes.items())]
+    early = manifest["stack"]["early_bundles"]
+    lines = [
+        f"  {name}: {size / MiB:.1f} MiB"
+        + ("  (mmcv's compile can start once these are there)" * (i == early))
+        for i, (name, size) in enumerate(sorted(sizes.items()), start=1)
+    ]
     total = sum(sizes.values())
     return "\n".join([*lines, f"  {len(sizes)} bundles, {total / MiB:.0f} MiB"])
 
