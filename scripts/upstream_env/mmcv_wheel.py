@@ -115,8 +115,8 @@ def check_cached(dest: Path, want: dict) -> None:
         )
 
 
-def _sdist(python: Path, log: BuildLog) -> Path:
-    """The verified mmcv-full sdist from the cache, downloaded once."""
+def sdist(python: Path, log: BuildLog) -> Path:
+    """The verified mmcv-full sdist from the cache, downloaded once (also what a stack kit carries)."""
     dest = wheel_cache() / "sdist"
     path = dest / SDIST
     if not path.exists():
@@ -206,10 +206,10 @@ def ensure_mmcv_wheel(
     ops = ("CUDA + CPU ops" if cuda_ops else "CPU ops") + (", reduced set" if reduced else ", full set")
     log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
     log.say(f"      {eta_line(kind)}")
-    sdist = _sdist(python, log)
+    source = sdist(python, log)
     started, cpu_before = time.monotonic(), children_cpu()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
-        with tarfile.open(sdist) as tar:
+        with tarfile.open(source) as tar:
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / f"mmcv-full-{VERSION}"
         _patch_std(src / "setup.py", std)

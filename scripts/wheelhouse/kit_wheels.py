@@ -26,6 +26,11 @@ def kit_requirements(cuda: int, dest: Path) -> Path:
     return dest
 
 
+def target(version: str) -> list[str]:
+    """pip's options for wheels of CPython ``version`` on any manylinux x86_64 node."""
+    return ["--python-version", version, *(a for p in PLATFORMS for a in ("--platform", p))]
+
+
 def python_tag(version: str) -> str:
     major, minor = version.split(".")
     return f"cp{major}{minor}"
@@ -37,12 +42,11 @@ def collect_kit(python: str, out: Path, versions: list[str], cuda: int) -> dict[
     locks = {}
     for version in versions:
         tag = python_tag(version)
-        target = ["--python-version", version, "--only-binary=:all:"]
-        target += [arg for p in PLATFORMS for arg in ("--platform", p)]
+        wheels = [*target(version), "--only-binary=:all:"]
         what = f"collecting the kit's wheels for Python {version}"
-        run_pip(python, ["download", "-q", "-d", out, *target, "-c", CONSTRAINTS, "-r", req], what)
+        run_pip(python, ["download", "-q", "-d", out, *wheels, "-c", CONSTRAINTS, "-r", req], what)
         with tempfile.TemporaryDirectory(prefix="gpu-kit-target-") as tmp:  # --python-version needs one
-            with_target = [*target, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
+            with_target = [*wheels, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
             entries = resolve(python, out, with_target, f"resolving the kit for Python {version}")
         header = f"The GPU check kit's venv on CPython {version} (DALI for CUDA {cuda}), hash-pinned."
         write_lock(out / "locks" / f"gpu-kit-{tag}.txt", entries, out, header)

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpukit.parts import FORMAT, MANIFEST, sha256
+from gpukit.parts import FORMAT, MANIFEST
 
 from . import WheelhouseError
 from .collect import SOURCE_BUILT, collect_toolkit
@@ -38,32 +38,21 @@ STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constr
                  "tests/float_tolerance.py")  # fmt: skip
 
 
-def mmcv_sdist(python: str, log) -> Path:
-    """The pinned mmcv-full sdist from the wheel cache (downloaded once), its sha256 checked."""
-    from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, VERSION
-    from upstream_env.paths import wheel_cache
-
-    path = wheel_cache() / "sdist" / SDIST
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log.run([python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", path.parent,
-                 f"mmcv-full=={VERSION}"], what="downloading the mmcv-full sdist")  # fmt: skip
-    if sha256(path) != SDIST_SHA256:
-        raise WheelhouseError(f"{path}: sha256 differs from the pinned {SDIST_SHA256}; delete it and rerun")
-    return path
-
-
 def source_built(out: Path, python: str) -> dict:
     """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
     (no mmcv-full wheel: the node compiles it)."""
+    from upstream_env import EnvBuildError
+    from upstream_env.mmcv_wheel import sdist as mmcv_sdist
     from upstream_env.mmdet3d_wheel import ensure_mmdet3d_wheel
     from upstream_env.paths import LOG_FILE
     from upstream_env.runlog import BuildLog
 
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
-        sdist = mmcv_sdist(python, log)
+        sdist = mmcv_sdist(Path(python), log)
         mmdet3d_dir = ensure_mmdet3d_wheel(Path(python), log)
+    except EnvBuildError as exc:
+        raise WheelhouseError(str(exc)) from None
     finally:
         log.close()
     (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import WheelhouseError
 from .collect import ROOT
-from .kit_wheels import PLATFORMS, python_tag
+from .kit_wheels import python_tag, target
 from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
 REQUIREMENTS = ROOT / "requirements" / "upstream.txt"
@@ -47,11 +47,6 @@ def early_names() -> set[str]:
     from upstream_env.node_torch import NODE_TORCH
 
     return {normalise(p) for p in BUILD_PREREQS if p not in NODE_TORCH} | {"packaging"}
-
-
-def target(version: str) -> list[str]:
-    """pip's options for wheels of CPython ``version`` on any manylinux x86_64 node."""
-    return ["--python-version", version, *(a for p in PLATFORMS for a in ("--platform", p))]
 
 
 def resolve_here(python: str, args: list[object], what: str) -> list[tuple[str, str]]:

@@ -90,7 +90,7 @@ def test_auto_on_a_gpu_visible_torch_builds_the_cuda_set_with_the_index_nvcc(
     (index.home / "bin" / "cuobjdump").write_text("")  # the index toolkit has one
     asked: list[str] = []
     monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda cuda, python, log: asked.append(cuda) or index)
-    monkeypatch.setattr(mmcv_wheel, "_sdist", lambda python, log: _tiny_sdist(tmp_path))
+    monkeypatch.setattr(mmcv_wheel, "sdist", lambda python, log: _tiny_sdist(tmp_path))
     cut = op_set.Reduction(op_set.kept_names(cuda=True), ("nms",), op_set.kept_units(cuda=True))
     monkeypatch.setattr(op_set, "reduce_sources", lambda src, cuda: cut if cuda else pytest.fail("a CPU set"))
     checked = {"cubins": ["sm_80", "sm_86", "sm_89", "sm_90"], "needed": ["libtorch_cuda.so"]}
