@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from build_recorder import record_builds
-from upstream_env import EnvBuildError, cuda_toolkit, mmcv_wheel, op_set
+from upstream_env import EnvBuildError, cuda_toolkit, mmcv_wheel, node_torch, op_set
 from upstream_env import __main__ as cli
-from upstream_env import build as builder
-from upstream_env.build import STAMP, Choices, read_stamp, torchvision_for, without_node_torch
+from upstream_env.build import STAMP, Choices, read_stamp
 from upstream_env.cuda_toolkit import DEFAULT_ARCHES, Toolkit, parse_arch_list
 from upstream_env.mmcv_wheel import check_cached, expected_facts, flavour
+from upstream_env.node_torch import node_requirements, torchvision_for, without_node_torch
 
 GPU = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": True}
 HEADERS = cuda_toolkit.LIBRARY_HEADERS
@@ -90,7 +90,7 @@ def test_auto_on_a_gpu_visible_torch_builds_the_cuda_set_with_the_index_nvcc(
     (index.home / "bin" / "cuobjdump").write_text("")  # the index toolkit has one
     asked: list[str] = []
     monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda cuda, python, log: asked.append(cuda) or index)
-    monkeypatch.setattr(mmcv_wheel, "_sdist", lambda python, log: _tiny_sdist(tmp_path))
+    monkeypatch.setattr(mmcv_wheel, "sdist", lambda python, log: _tiny_sdist(tmp_path))
     cut = op_set.Reduction(op_set.kept_names(cuda=True), ("nms",), op_set.kept_units(cuda=True))
     monkeypatch.setattr(op_set, "reduce_sources", lambda src, cuda: cut if cuda else pytest.fail("a CPU set"))
     checked = {"cubins": ["sm_80", "sm_86", "sm_89", "sm_90"], "needed": ["libtorch_cuda.so"]}
@@ -191,21 +191,48 @@ def test_the_system_nvcc_is_found_behind_a_wrapper_and_chosen_when_its_release_i
     assert cuda_toolkit.choose("index", "13.0", Path("python"), Log()) == index, "index: never the system's"
 
 
-def test_a_toolkit_without_cuobjdump_borrows_the_index_toolkits(
+class InstallingLog(Log):
+    """A pip that installs `nvidia/cu13/bin/<tool>` (a script answering `--version`) for each
+    package of its requirement file into `--target`."""
+
+    installed: list[str]
+
+    def run(self, cmd, *, cwd=None, env=None, what=""):  # noqa: ANN001
+        super().run(cmd, cwd=cwd, env=env, what=what)
+        target = Path(cmd[cmd.index("--target") + 1])
+        for line in Path(cmd[cmd.index("-r") + 1]).read_text().splitlines():
+            self.installed = [*getattr(self, "installed", []), line]
+            tool = line.split("==")[0].removeprefix("nvidia-cuda-")
+            _nvcc(target / "nvidia" / "cu13").rename(target / "nvidia" / "cu13" / "bin" / tool)
+
+
+def test_a_toolkit_without_cuobjdump_takes_the_cuobjdump_wheel_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """This host's /usr/local/cuda-13.0 has nvcc and no cuobjdump: the build still checks its cubins."""
+    """This host's /usr/local/cuda-13.0 (and a node's toolkit made the same way) has nvcc and no
+    cuobjdump: the build still checks its cubins, with the lock's cuobjdump wheel (0.3 MB) installed
+    once into the wheel cache, not the whole index toolkit (100 MB a driver-only node lacks)."""
     _hide_system_nvcc(monkeypatch, tmp_path)
+    monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path / "cache"))
     system = Toolkit("system", tmp_path / "cuda", "13.0", "V13.0.88")
-    index = Toolkit("index", tmp_path / "tk", "13.0", "V13.0.88")
-    asked: list[str] = []
-    monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda cuda, python, log: asked.append(cuda) or index)
-    assert cuda_toolkit.cuobjdump(system, Path("python"), Log()) == index.home / "bin" / "cuobjdump"  # type: ignore[arg-type]
-    assert asked == ["13.0"]
+    monkeypatch.setattr(cuda_toolkit, "index_toolkit", lambda *a: pytest.fail("the whole index toolkit"))
+    log = InstallingLog()
+    found = cuda_toolkit.cuobjdump(system, Path("python"), log)  # type: ignore[arg-type]
+    assert found.parent.parent.parent.parent.parent == tmp_path / "cache" / "wheels" / "cuda-toolkit"
+    assert found.name == "cuobjdump" and found.parents[3].name.startswith("cuobjdump-cuda-toolkit-13.0-")
+    ((cmd, _),) = log.commands
+    assert "--require-hashes" in cmd and "--no-deps" in cmd
+    lock = cuda_toolkit.lock_file("13.0").read_text().splitlines()
+    assert log.installed == [
+        ln for ln in lock if ln.startswith("nvidia-cuda-cuobjdump==13.2.51 --hash=sha256:")
+    ]
+    assert cuda_toolkit.cuobjdump(system, Path("python"), log) == found and len(log.commands) == 1, "once"
+    found.write_text("#!/bin/sh\nexit 1\n")  # a damaged one is installed again
+    assert cuda_toolkit.cuobjdump(system, Path("python"), log) == found and len(log.commands) == 2
     (system.home / "bin").mkdir(parents=True)
     (system.home / "bin" / "cuobjdump").write_text("")
-    assert cuda_toolkit.cuobjdump(system, Path("python"), Log()) == system.home / "bin" / "cuobjdump"  # type: ignore[arg-type]
-    assert asked == ["13.0"], "its own first"
+    assert cuda_toolkit.cuobjdump(system, Path("python"), log) == system.home / "bin" / "cuobjdump"
+    assert len(log.commands) == 2, "its own first"
 
 
 def test_the_library_headers_come_from_torchs_wheels_when_the_toolkit_lacks_them(tmp_path: Path) -> None:
@@ -284,6 +311,23 @@ def test_the_arch_list_and_toolkit_persist_like_the_other_ops_choices(
         cli.main(["build", "--env", env, "--cuda-arch", "sm_90"])
 
 
+def test_mmcv_wheel_runs_with_the_choices_build_then_takes_and_leaves_no_stamp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A node's background step (`mmcv-wheel`) and its env step (`build`), given the same flags,
+    resolve the same choices, hence the same wheel key (`flavour` of the same probe): the build finds
+    the wheel the background step made. `mmcv-wheel` writes no stamp: the env is not built yet."""
+    mmcv_runs: list[Choices] = []
+    builds = record_builds(monkeypatch, mmcv_runs)
+    flags = ["--env", str(tmp_path / "env"), "--torch-from", "/node/python3", "--cuda", "--cuda-arch", "9.0"]
+    assert cli.main(["mmcv-wheel", *flags]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "env" / "wheel-folder"), "it prints the folder"
+    assert read_stamp(tmp_path / "env") is None and builds == []
+    assert cli.main(["build", *flags]) == 0
+    assert mmcv_runs == builds == [Choices(cuda=True, arch_list=("9.0",), torch_from="/node/python3")]
+    assert cli.main(["mmcv-wheel", *flags]) == 0 and len(mmcv_runs) == 2, "a built env: it still answers"
+
+
 def test_torch_from_drops_the_lines_pinning_torch_and_its_cuda_wheels() -> None:
     text = (
         "numpy==1.26.4\ntorch==2.14.1\ntorchvision==0.29.1\ntriton==3.8.0\ncuda-toolkit==13.0.3.0\n"
@@ -301,6 +345,21 @@ def test_torch_from_drops_the_lines_pinning_torch_and_its_cuda_wheels() -> None:
     assert torchvision_for("2.11.0+cu130") == "0.26.*" and torchvision_for("2.14.1") == "0.29.*"
     with pytest.raises(EnvBuildError, match="only torch 2.x"):
         torchvision_for("3.0.0")
+
+
+def test_the_node_requirements_take_dalis_build_of_the_nodes_cuda_and_leave_mmcv_to_no_deps() -> None:
+    """What `--torch-from` installs (and the stack kit carries): DALI of the node torch's CUDA major,
+    mmcv-full out of the resolution (installed --no-deps: its metadata asks for opencv-python, 61 MiB
+    the env does not need beside opencv-python-headless), its other requirements in, each once."""
+    text = (
+        "torch==2.14.1\nnvidia-dali-cuda120==2.4.0\nmmcv-full==1.6.0\nyapf==0.40.1\nopencv-python-headless\n"
+    )
+    lines = [line for line in node_requirements(text, 13).splitlines() if not line.startswith("#")]
+    kept = ["nvidia-dali-cuda130==2.4.0", "yapf==0.40.1", "opencv-python-headless"]
+    assert lines == [*kept, "addict", "packaging", "pyyaml"]
+    assert "nvidia-dali-cuda120==2.4.0" in node_requirements(text, 12)
+    with pytest.raises(EnvBuildError, match=re.escape("DALI builds exist for CUDA [12, 13]")):
+        node_requirements(text, 11)
 
 
 def test_the_toolkit_lock_is_hash_locked_at_torchs_cuda_toolkit_pin() -> None:
@@ -325,11 +384,14 @@ def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_pa
     import subprocess
     import sys
 
+    from upstream_env.build import _purelib
+
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
     python = env / "bin" / "python"
     log = Log()
-    constraints, requirements = builder._node_torch(env, python, Path(sys.executable), log)
+    node = mmcv_wheel.probe(Path(sys.executable))
+    constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
     import torch
 
     where = subprocess.run(
@@ -340,6 +402,26 @@ def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_pa
     ).stdout.split()
     assert where == [torch.__file__, torch.__version__], "the env imports the node's torch"
     assert "torch==" not in constraints.read_text() and "nvidia-cublas" not in constraints.read_text()
-    assert "torchvision==" not in requirements.read_text() and "mmcv-full==1.6.0" in requirements.read_text()
+    assert "torchvision==" not in requirements.read_text() and "mmcv-full==" not in requirements.read_text()
+    assert "nvidia-dali-cuda120==2.4.0" in requirements.read_text(), "a CPU torch keeps the pinned DALI"
     ((cmd, _),) = log.commands  # this torch has no torchvision beside it: the matching series, no deps
     assert cmd[-2:] == ["--no-deps", f"torchvision=={torchvision_for(torch.__version__)}"]
+
+
+def test_the_probe_names_the_folder_torch_is_imported_from_not_where_its_links_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node python whose torch is a link farm (the rehearsal's stand-in: links into another env)
+    must put the farm on the env's path, not the folder the links point into, whose every other
+    package the env would then take for installed."""
+    import sys
+
+    import torch
+
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    (farm / "torch").symlink_to(Path(torch.__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", str(farm))
+    node = mmcv_wheel.probe(Path(sys.executable))
+    assert node["torch_site"] == str(farm)
+    assert node["py"] == f"{sys.version_info[0]}{sys.version_info[1]}" and node["torch"] == torch.__version__

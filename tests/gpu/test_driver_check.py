@@ -1,4 +1,4 @@
-"""The driver and runtime check (overlay/tools/cuda_check.py) that tools/train.py and tools/test.py
+"""The driver and runtime check (overlay/tools/driver_check.py) that tools/train.py and tools/test.py
 run first: the driver's answers in the shapes real drivers give them, each refusal beside the
 host that differs in the one fact it is about and passes, and the ctypes probe against a stand-in
 libcuda.so.1 (the CLI with this env's real torch)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from cuda_fakes import MODULE, build_fake_libcuda, driver_env, load_cuda_check
+from driver_fakes import MODULE, build_fake_libcuda, driver_env, load_driver_check
 
 PROC_PROPRIETARY = (
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
@@ -43,7 +43,7 @@ SMI_FAILED = (
 
 @pytest.fixture(scope="module")
 def cc() -> ModuleType:
-    return load_cuda_check()
+    return load_driver_check()
 
 
 def driver(cc, version: str | None, cuda: tuple[int, int] | None, devices: int | None = 1, error=None):
@@ -175,7 +175,7 @@ def test_the_ctypes_probe_reads_libcuda(tmp_path: Path, answers, probed) -> None
 
 
 def test_the_cli_refuses_this_envs_cpu_torch_on_a_gpu_node_and_runs_without_one(tmp_path: Path) -> None:
-    """``python tools/cuda_check.py`` with this env's real torch (the hermetic env's is a CPU build)
+    """``python tools/driver_check.py`` with this env's real torch (the hermetic env's is a CPU build)
     under a driver that reports a GPU: exit 1 and the fix; no GPU, or GPUs hidden: exit 0, CPU."""
     lib = build_fake_libcuda(tmp_path)
     cmd = [sys.executable, str(MODULE)]

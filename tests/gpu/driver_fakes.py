@@ -1,4 +1,4 @@
-"""Shared by the driver-check tests: the overlay's ``tools/cuda_check.py`` loaded from its file
+"""Shared by the driver-check tests: the overlay's ``tools/driver_check.py`` loaded from its file
 (``tools/`` is no package), and a stand-in ``libcuda.so.1`` whose answers the environment sets.
 
 The stand-in exports the three driver calls the check makes (``cuDriverGetVersion``, ``cuInit``,
@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "cuda_check.py"
+MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "driver_check.py"
 FAKE_SOURCE = r"""
 #include <stdlib.h>
 static int env(const char *k, int d) { const char *v = getenv(k); return v ? atoi(v) : d; }
@@ -29,10 +29,10 @@ int cuDeviceGetCount(int *n) { *n = env("FAKE_CUDA_DEVICES", 1); return 0; }
 """
 
 
-def load_cuda_check() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cuda_check", MODULE)
+def load_driver_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("driver_check", MODULE)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["cuda_check"] = module  # its dataclasses look their module up while being made
+    sys.modules["driver_check"] = module  # its dataclasses look their module up while being made
     spec.loader.exec_module(module)
     return module
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cuda_fakes import build_fake_libcuda, driver_env
+from driver_fakes import build_fake_libcuda, driver_env
 
 pytestmark = pytest.mark.stack
 CHECKOUT = Path(__file__).resolve().parents[2] / "upstream" / "StreamPETR"
@@ -32,7 +32,7 @@ def test_a_driver_too_old_for_torch_stops_the_tool_with_the_fix(tool: str, tmp_p
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-4000:]
     assert "found version 12020" in out  # torch's own view of this driver: too old, no GPU
-    assert "cuda_check: refusing to run: this host has an NVIDIA GPU and a driver for CUDA 12.2" in out
+    assert "driver_check: refusing to run: this host has an NVIDIA GPU and a driver for CUDA 12.2" in out
     assert "needs a driver >= 580.65.06" in out and "whl/cu126" in out
     assert "Traceback" not in out and "Iter [" not in out
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())

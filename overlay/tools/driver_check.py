@@ -13,7 +13,7 @@ version compatibility: a build for CUDA 13.x runs on a driver >= 580, 12.x on >=
 installed distribution's name (``nvidia-dali-cuda120`` -> CUDA 12). ``CUDA_VISIBLE_DEVICES=`` (empty)
 hides the GPUs on purpose: then the host counts as one without a GPU.
 
-``python tools/cuda_check.py [--dali]`` prints the verdict (exit 1 on a refusal); ``tools/train.py``
+``python tools/driver_check.py [--dali]`` prints the verdict (exit 1 on a refusal); ``tools/train.py``
 and ``tools/test.py`` call :func:`require_usable_cuda` before they start a process group.
 """
 
@@ -245,9 +245,9 @@ def require_usable_cuda(uses_dali: bool = False, quiet: bool = False) -> str:
     try:
         verdict = decide(driver, runtime, hidden)
     except CudaMismatchError as exc:
-        raise SystemExit(f"cuda_check: refusing to run: {exc}") from None
+        raise SystemExit(f"driver_check: refusing to run: {exc}") from None
     if not quiet:
-        print(f"cuda_check: {verdict}", file=sys.stderr, flush=True)
+        print(f"driver_check: {verdict}", file=sys.stderr, flush=True)
     return verdict
 
 
