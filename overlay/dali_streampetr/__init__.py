@@ -34,7 +34,7 @@ _EXPORTS = {
     "WorkerDiedError": "pipeline.errors",
     "PipelineStalledError": "pipeline.errors",
     "PipelineStartError": "pipeline.errors",
-    "TooManyBadImagesError": "pipeline.failures",
+    "TooManyBadImagesError": "pipeline.errors",
     "LoaderStateMismatch": "resume",
     "build_dali_loader": "runner.dataloader",
     "build_dali_test_loader": "runner.dataloader",

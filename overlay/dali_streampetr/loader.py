@@ -19,10 +19,11 @@ from .config.reader import loader_config_from
 from .config.settings import LoaderConfig
 from .frames.records import Frame
 from .frames.store import load_frames
+from .pipeline.errors import AssemblyError
 from .pipeline.failures import BadImagePolicy, diagnose
 from .pipeline.graph import build_pipeline, build_within, pipeline_device
 from .pipeline.source import ImageSource
-from .pipeline.watchdog import AssemblyError, PipelineWatchdog, worker_processes
+from .pipeline.watchdog import PipelineWatchdog, worker_processes
 from .resume import check_state, loader_state
 
 Collate = Callable[[dict[str, Any]], Any]

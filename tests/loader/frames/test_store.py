@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bit_for_bit import assert_same, assert_same_frames
+from dali_streampetr.frames.errors import InfoFileChanged
 from dali_streampetr.frames.store import load_frames, read_frames, store_folder, store_key, store_path
-from dali_streampetr.frames.store_build import InfoFileChanged, build_store
+from dali_streampetr.frames.store_build import build_store
 from dali_streampetr.frames.store_file import PREFIX
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.plan import labelled_frames, scene_ids
