@@ -14,8 +14,8 @@ import numpy as np
 
 from ..batch.transforms import image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
-from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
+from ..settings import LoaderConfig
 from .errors import BadImageError, ImageSizeError
 from .watchdog import watch_owner
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import ConfigValueError
+from ..settings import ConfigValueError
 
 SCENES, UPSTREAM = "scenes", "upstream"
 SHARDINGS = (SCENES, UPSTREAM)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from bit_for_bit import assert_same
-from dali_streampetr.config.settings import LoaderConfig
 from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.graph import image_ops
 from dali_streampetr.sampling.modes import Streaming
+from dali_streampetr.settings import LoaderConfig
 from float_tolerance import float_atol
 from image_reference import STD, upstream_image
 from loader_data import tiny_config
