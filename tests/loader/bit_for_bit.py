@@ -12,15 +12,16 @@ from dali_streampetr.frames.records import Frame
 
 def assert_same(a: Any, b: Any, where: str = "batch") -> None:
     """``a`` and ``b`` equal exactly: the same types, arrays of the same dtype, shape and bytes,
-    tensors of the same dtype, shape and values, recursively through dicts, sequences, dataclasses
-    and plain objects; the assertion names the first place they differ."""
+    tensors of the same dtype, shape and values, recursively through dicts (keys in order), sequences,
+    dataclasses and plain objects (mmcv's DataContainer, box holders); the assertion names the first
+    place they differ."""
     assert type(a) is type(b), (where, type(a), type(b))
     if isinstance(a, torch.Tensor):
         assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), where
     elif isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), where
     elif isinstance(a, dict):
-        assert a.keys() == b.keys(), where
+        assert list(a) == list(b), where  # the same keys in the same order
         for k in a:
             assert_same(a[k], b[k], f"{where}[{k!r}]")
     elif isinstance(a, list | tuple):
