@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from bit_for_bit import assert_same
 
 pytestmark = pytest.mark.stack
 KEYS = ("img_metas", "gt_bboxes_3d", "gt_labels_3d", "img", "gt_bboxes", "gt_labels", "centers2d", "depths",
@@ -79,36 +80,6 @@ def _upstream_samples(batch: dict) -> list[dict]:
     return samples
 
 
-def _same(a, b, path="") -> None:
-    from mmcv.parallel import DataContainer
-
-    assert type(a) is type(b), path
-    if isinstance(a, DataContainer):
-        assert (a.stack, a.cpu_only, a.padding_value, a.pad_dims) == (
-            b.stack,
-            b.cpu_only,
-            b.padding_value,
-            b.pad_dims,
-        ), path
-        _same(a.data, b.data, path + ".data")
-    elif isinstance(a, dict):
-        assert list(a) == list(b), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, torch.Tensor):
-        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), path
-    elif hasattr(a, "tensor"):
-        assert torch.equal(a.tensor, b.tensor), path
-    elif isinstance(a, np.ndarray):
-        np.testing.assert_array_equal(a, b)
-    else:
-        assert a == b, path
-
-
 def test_collated_structure_matches_mmcv_collate():
     pytest.importorskip("mmcv", reason="stack tier: mmcv is not importable in this interpreter")
     pytest.importorskip("mmdet3d", reason="stack tier: mmdet3d is not importable in this interpreter")
@@ -116,4 +87,4 @@ def test_collated_structure_matches_mmcv_collate():
     from mmcv.parallel import collate
 
     batch = _plain_batch()
-    _same(to_collated(batch), collate(_upstream_samples(batch), samples_per_gpu=2))
+    assert_same(to_collated(batch), collate(_upstream_samples(batch), samples_per_gpu=2), "collated")

@@ -1,8 +1,9 @@
-"""The loader's settings and what values they may take.
+"""The loader's settings and what values they may take: the vocabulary every wing of the package
+uses, at its ground.
 
 - :class:`LoaderConfig` (with :class:`AugConfig`), its defaults, and which of its fields are
-  ``data_loading_config`` keys; :mod:`.reader` fills it from a StreamPETR config, with the
-  :class:`SamplingMode` of the split it reads (the modes themselves: :mod:`..sampling.modes`).
+  ``data_loading_config`` keys; :mod:`.config.reader` fills it from a StreamPETR config, with the
+  :class:`SamplingMode` of the split it reads (the modes themselves: :mod:`.sampling.modes`).
 - The checks of every value, run when a :class:`LoaderConfig` is made, each error naming the config
   key, the value and what is allowed (:class:`ConfigValueError`), and the refusal of a value upstream
   accepts but the loader does not reproduce (:func:`refuse`, :class:`UnsupportedConfigError`).
@@ -201,7 +202,7 @@ def refuse(
 
 class SamplingMode(Protocol):
     """What the loader asks of a split's sampling mode besides its sampler, draws and targets, which
-    the mode owns (:mod:`..sampling.modes`: ``Streaming``, ``Queues``, ``EvalPass``)."""
+    the mode owns (:mod:`.sampling.modes`: ``Streaming``, ``Queues``, ``EvalPass``)."""
 
     name: str  # the resume state's training_mode: streaming, single_frame, sliding_window, test
     queue_length: int  # frames per sample (the batch's T axis)

@@ -16,9 +16,15 @@ import numpy as np
 import pytest
 import torch
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import PipelineStalledError, WorkerDiedError
-from dali_streampetr.pipeline.failures import TooManyBadImagesError, UndecodableImageError, diagnose
-from dali_streampetr.pipeline.source import BadImageError, ImageSizeError
+from dali_streampetr.pipeline.errors import (
+    BadImageError,
+    ImageSizeError,
+    PipelineStalledError,
+    TooManyBadImagesError,
+    UndecodableImageError,
+    WorkerDiedError,
+)
+from dali_streampetr.pipeline.failures import diagnose
 from float_tolerance import float_atol
 from loader_data import tiny_config
 from PIL import Image

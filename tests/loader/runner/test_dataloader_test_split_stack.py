@@ -64,7 +64,7 @@ def test_a_value_the_test_loader_does_not_reproduce_is_refused_before_reading(
     synthetic_dataset: Path,
 ) -> None:
     from dali_streampetr import build_dali_loader
-    from dali_streampetr.config.settings import UnsupportedConfigError
+    from dali_streampetr.settings import UnsupportedConfigError
     from equivalence.eval_split import load_test_config
     from equivalence.original import import_upstream
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bit_for_bit import assert_same_frames
+from dali_streampetr.frames.errors import StoreDamaged, StoreUntrusted
 from dali_streampetr.frames.store import load_frames, read_frames, store_key, store_path
 from dali_streampetr.frames.store_build import build_store
 from dali_streampetr.frames.store_file import (
@@ -20,15 +22,12 @@ from dali_streampetr.frames.store_file import (
     MAGIC,
     PREFIX,
     SHARED_ENV,
-    StoreDamaged,
-    StoreUntrusted,
     open_store,
     write_store,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loader_data import CLASSES
-from test_frame_store import assert_same_frames, own_infos
+from loader_data import CLASSES, own_infos
 
 ARRAYS = {
     "floats": np.arange(10, dtype=np.float32),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from dali_streampetr.config.settings import AugConfig
 from dali_streampetr.sampling.plan import draw_seed, frame_draw
+from dali_streampetr.settings import AugConfig
 
 AUG = AugConfig()
 

@@ -17,7 +17,7 @@ from dali_streampetr.loader import build_loader
 from dali_streampetr.pipeline.errors import PipelineStartError
 from loader_data import tiny_config
 
-LOADER_DIR = Path(__file__).resolve().parent
+LOADER_DIR = Path(__file__).resolve().parents[1]  # the helper modules (loader_data)
 REPO_ROOT = LOADER_DIR.parents[1]
 
 _stop_forked_children = False

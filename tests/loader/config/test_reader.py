@@ -9,8 +9,8 @@ import re
 
 import pytest
 from dali_streampetr.config.reader import loader_config_from
-from dali_streampetr.config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
 from dali_streampetr.sampling.modes import Streaming
+from dali_streampetr.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, UnsupportedConfigError
 from upstream_like import upstream_config
 
 

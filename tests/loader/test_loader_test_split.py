@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 import torch
 from dali_streampetr.config.reader import loader_config_from
-from dali_streampetr.config.settings import TEST, UnsupportedConfigError
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import WorkerDiedError
-from dali_streampetr.pipeline.source import BadImageError
+from dali_streampetr.pipeline.errors import BadImageError, WorkerDiedError
 from dali_streampetr.sampling.samplers import chunk_indices
+from dali_streampetr.settings import TEST, UnsupportedConfigError
 from float_tolerance import float_atol
 from loader_data import H, W, tiny_eval_config, write_eval_infos
 

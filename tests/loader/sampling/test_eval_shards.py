@@ -11,7 +11,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from dali_streampetr.config.settings import ConfigValueError
 from dali_streampetr.sampling.eval_shards import (
     frames_without_memory,
     in_dataset_order,
@@ -22,6 +21,7 @@ from dali_streampetr.sampling.eval_shards import (
     upstream_chunks,
 )
 from dali_streampetr.sampling.samplers import chunk_indices
+from dali_streampetr.settings import ConfigValueError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -11,55 +11,21 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from dali_streampetr.frames.records import Frame
+from bit_for_bit import assert_same, assert_same_frames
+from dali_streampetr.frames.errors import InfoFileChanged
 from dali_streampetr.frames.store import load_frames, read_frames, store_folder, store_key, store_path
-from dali_streampetr.frames.store_build import InfoFileChanged, build_store
+from dali_streampetr.frames.store_build import build_store
 from dali_streampetr.frames.store_file import PREFIX
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.plan import labelled_frames, scene_ids
-from loader_data import CLASSES, tiny_config
+from loader_data import CLASSES, own_infos, tiny_config
 from loaderbench.replica import replicate
 
-OVERLAY = Path(__file__).resolve().parents[2] / "overlay"
-
-
-def own_infos(tiny_root: Path, tmp_path: Path) -> Path:
-    """A copy of the tiny info file with content of its own (a store key no other test shares)."""
-    with (tiny_root / "nuscenes2d_temporal_infos_train.pkl").open("rb") as f:
-        data = pickle.load(f)
-    data["metadata"] = {"version": "v1.0-mini", "copy": str(tmp_path)}
-    path = tmp_path / "infos.pkl"
-    path.write_bytes(pickle.dumps(data))
-    return path
-
-
-def same(a, b) -> bool:
-    """Bit for bit: type, dtype, shape and bytes of arrays and tensors, recursively."""
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
-    if isinstance(a, np.ndarray):
-        return (
-            type(b) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-        )
-    if isinstance(a, list | tuple):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def assert_same_frames(reference: list[Frame], frames) -> None:
-    assert len(frames) == len(reference)
-    for i, want in enumerate(reference):
-        got = frames[i]
-        for f in fields(Frame):
-            assert same(getattr(want, f.name), getattr(got, f.name)), (i, f.name)
+OVERLAY = Path(__file__).resolve().parents[3] / "overlay"
 
 
 @pytest.fixture
@@ -268,7 +234,7 @@ def test_batches_equal_the_pickle_frames_batches_bit_for_bit(tiny_root, workers)
         )  # before the first batch builds the pipeline
         for _ in range(6):
             a, b = next(stored), next(pickled)
-            assert same(
+            assert_same(
                 {k: v for k, v in a.items() if k != "dali"}, {k: v for k, v in b.items() if k != "dali"}
             )
             assert [d["index"] for d in a["dali"]] == [d["index"] for d in b["dali"]]

@@ -1,4 +1,6 @@
-"""The DALI image path: ROI decode, agreement with upstream's PIL path, bad images."""
+"""The external source's images: their size read from the header of every decoder format, a missing,
+cut or undecodable image named by sample, camera and path, ``on_bad_image="skip"`` serving it black,
+and PNG cameras read like upstream."""
 
 from __future__ import annotations
 
@@ -7,75 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.source import BadImageError, jpeg_size
+from dali_streampetr.pipeline.errors import BadImageError
+from dali_streampetr.pipeline.source import jpeg_size
 from float_tolerance import float_atol
+from image_reference import MEAN, STD, upstream_image
 from loader_data import tiny_config
 from PIL import Image
-
-MEAN = np.array([123.675, 116.28, 103.53])
-STD = np.array([58.395, 57.12, 57.375])
-
-
-def upstream_image(path: str, draw, final=(64, 176)) -> np.ndarray:
-    """ResizeCropFlipRotImage + NormalizeMultiviewImage(to_rgb) + PadMultiViewImage(32) with PIL: an
-    independent oracle of upstream's image path, sharing no code with the DALI graph."""
-    img = Image.open(path).convert("RGB").resize(draw.resize_dims).crop(draw.crop)
-    if draw.flip:
-        img = img.transpose(Image.FLIP_LEFT_RIGHT)
-    out = (np.asarray(img, dtype=np.float64) - MEAN) / STD
-    pad_w = -final[1] % 32
-    return np.pad(out, ((0, -final[0] % 32), (0, pad_w), (0, 0))).transpose(2, 0, 1)
-
-
-def test_roi_decode_equals_full_decode(tiny_root):
-    from nvidia.dali import fn, pipeline_def
-
-    path = next((tiny_root / "samples" / "CAM_FRONT").iterdir())
-    data = np.fromfile(path, dtype=np.uint8)
-
-    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
-    def graph():
-        jpeg = fn.external_source(source=lambda: [data], batch=True)
-        return fn.decoders.image(jpeg), fn.decoders.image_slice(
-            jpeg, start=[77, 0], shape=[148, 400], axis_names="HW"
-        )
-
-    pipe = graph()
-    pipe.build()
-    full, roi = (np.array(o.as_tensor())[0] for o in pipe.run())
-    np.testing.assert_array_equal(roi, full[77:])
-    with (
-        build_loader(tiny_config(roi_decode=True), tiny_root) as a,
-        build_loader(tiny_config(roi_decode=False), tiny_root) as b,
-    ):
-        for _ in range(2):
-            diff = (
-                np.abs(next(a)["img"].numpy() - next(b)["img"].numpy()) * STD[None, None, None, :, None, None]
-            )
-            # the resampling window only moves by whole decoded rows: at most a rounding flip (one grey
-            # level) in a few pixels (empirical: under 1 in 10**4, docs/tolerances.md); beyond that only
-            # float32 normalisation noise: mean and 1/std rounded, a difference, a product (4) per
-            # side on terms |x| + |mean| <= 380 grey levels
-            noise = float_atol(np.float32, 380, 2 * 4)
-            assert diff.max() <= 1.0 + noise and np.mean(diff > noise) < 1e-4
-
-
-def test_images_match_upstream_pil_path(tiny_root):
-    seen = set()
-    with build_loader(tiny_config(), tiny_root, seed=4) as loader:
-        for _ in range(4):
-            batch = next(loader)
-            for b, info in enumerate(batch["dali"]):
-                d = info["draw"]
-                seen.add((d.flip, d.resize_dims[0] < 176))
-                for cam in (0, 3):
-                    ref = upstream_image(loader.frames[info["index"]].img_paths[cam], d)
-                    got = batch["img"][b, 0, cam].numpy()
-                    assert got.shape == ref.shape == (3, 64, 192)
-                    diff = np.abs(got - ref) * STD[:, None, None]  # grey levels
-                    # empirical: the image tolerance of docs/tolerances.md (another resize filter)
-                    assert diff.mean() <= 0.5 and np.percentile(diff, 99.9) <= 4, (info, cam, diff.mean())
-    assert {f for f, _ in seen} == {False, True} and {p for _, p in seen} == {False, True}, seen
 
 
 def test_jpeg_size_and_damage(tiny_root):

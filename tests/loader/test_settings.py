@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 from dali_streampetr.config.reader import loader_config_from
-from dali_streampetr.config.settings import ConfigValueError
 from dali_streampetr.loader import build_loader
+from dali_streampetr.settings import ConfigValueError
 from loader_data import tiny_config
 
 

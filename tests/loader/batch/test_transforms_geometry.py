@@ -1,4 +1,5 @@
-"""Geometry of the transforms: image affine, 2D labels, occlusion filter, BEV rotation/scale."""
+"""Geometry of the transforms: image affine (with upstream's float32 resize ratio), 2D labels, occlusion
+filter, BEV rotation/scale."""
 
 from __future__ import annotations
 
@@ -51,6 +52,17 @@ def test_ida_matrix_is_resize_crop_flip():
         if flip:
             want[:, 0] = 704 - want[:, 0]
         np.testing.assert_array_equal(got, want)  # exact: halves and integers below 2**52, in float64
+
+
+def test_ida_uses_the_float32_resize_ratio() -> None:
+    """An upstream quirk the loader reproduces (found by the equivalence harness, tests/equivalence)."""
+    draw = AugDraw(0.4710518892666459, (753, 423), (31, 167, 735, 423), True, 0.0, 0.2, 1.01, (0.0, 0.0, 0.0))
+    m = ida_matrix(draw)
+    assert m[1, 1] == float(np.float32(draw.resize)) and m[0, 0] == -m[1, 1]
+    assert np.array_equal(m.astype(np.float32).astype(np.float64), m)  # every entry exact in float32
+    k = np.eye(4)[None].repeat(2, 0)
+    intr, _ = apply_ida(k, np.eye(4, dtype=np.float32)[None].repeat(2, 0), draw)
+    assert intr[0, 0, 0] == -float(np.float32(draw.resize)) and intr[0, 0, 2] == 31 + 704
 
 
 def test_apply_ida_keeps_projection_consistent():

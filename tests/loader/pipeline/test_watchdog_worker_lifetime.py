@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-LOADER_DIR = Path(__file__).resolve().parent
+LOADER_DIR = Path(__file__).resolve().parents[1]  # the helper modules (loader_data)
 REPO_ROOT = LOADER_DIR.parents[1]
 
 # The owner builds its loader on a thread that ends at once (PR_SET_PDEATHSIG would fire there),

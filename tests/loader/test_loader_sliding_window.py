@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 from dali_streampetr.batch.transforms import frame_targets
-from dali_streampetr.config.settings import SLIDING_WINDOW
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.plan import choose_queue, window
+from dali_streampetr.settings import SLIDING_WINDOW
 from loader_data import tiny_config
 
 T = 3

@@ -1,14 +1,12 @@
-"""Upstream quirks the loader reproduces so that its batches equal the original ones exactly
-(found by the equivalence harness, tests/equivalence)."""
+"""Upstream quirks the frame records reproduce so that the loader's batches equal the original ones
+exactly (found by the equivalence harness, tests/equivalence); the image affine's quirk is in
+`batch/test_transforms_geometry.py`."""
 
 from __future__ import annotations
 
 import numpy as np
-from dali_streampetr.batch.transforms import AugDraw, apply_ida, ida_matrix
 from dali_streampetr.frames.records import _labels, _per_cam, quat_to_matrix
 from float_tolerance import float_atol
-
-DRAW = AugDraw(0.4710518892666459, (753, 423), (31, 167, 735, 423), True, 0.0, 0.2, 1.01, (0.0, 0.0, 0.0))
 
 
 def test_no_valid_box_gives_float64_labels_like_np_array_of_an_empty_list() -> None:
@@ -21,15 +19,6 @@ def test_empty_camera_annotations_keep_the_pickles_shape() -> None:
     assert _per_cam(np.array([], dtype=np.float32), np.float32, 4).shape == (0,)
     assert _per_cam(np.zeros((0, 4)), np.float32, 4).shape == (0, 4)
     assert _per_cam([[1, 2, 3, 4]], np.float32, 4).shape == (1, 4)
-
-
-def test_ida_uses_the_float32_resize_ratio() -> None:
-    m = ida_matrix(DRAW)
-    assert m[1, 1] == float(np.float32(DRAW.resize)) and m[0, 0] == -m[1, 1]
-    assert np.array_equal(m.astype(np.float32).astype(np.float64), m)  # every entry exact in float32
-    k = np.eye(4)[None].repeat(2, 0)
-    intr, _ = apply_ida(k, np.eye(4, dtype=np.float32)[None].repeat(2, 0), DRAW)
-    assert intr[0, 0, 0] == -float(np.float32(DRAW.resize)) and intr[0, 0, 2] == 31 + 704
 
 
 def test_quaternion_matrix_is_a_rotation_and_normalises() -> None:

@@ -10,10 +10,10 @@ import shutil
 
 import numpy as np
 import pytest
-from dali_streampetr.config.settings import SINGLE_FRAME
 from dali_streampetr.loader import build_loader
 from dali_streampetr.resume import LoaderStateMismatch, fitting_state
 from dali_streampetr.sampling.samplers import GroupEpochSampler, epoch_indices
+from dali_streampetr.settings import SINGLE_FRAME
 from loader_data import tiny_config
 
 

@@ -24,7 +24,7 @@ MODULES = sorted(
     m.name.removeprefix("dali_streampetr.")
     for m in pkgutil.walk_packages(dali_streampetr.__path__, "dali_streampetr.")
 )
-LOADER_DOC = Path(__file__).parents[2] / "docs" / "loader.md"
+LOADER_DOC = Path(__file__).resolve().parents[2] / "docs" / "loader.md"
 
 
 def test_the_mmcv_side_is_what_the_docs_name() -> None:

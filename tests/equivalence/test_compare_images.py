@@ -1,6 +1,7 @@
-"""The equivalence comparator's image check can fail: each wrong image a loader bug could produce
-(tests/image_perturbations.py) fails it on a batch of real JPEGs decoded by the DALI loader, while
-the batch itself passes."""
+"""The equivalence comparator's image check (`scripts/equivalence/compare.py`) can fail: each wrong
+image a loader bug could produce (tests/image_perturbations.py) fails it on a batch of real JPEGs
+decoded by the DALI loader (the loader tests' tiny data set, tests/loader/loader_data.py), while the
+batch itself passes."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import pytest
 from dali_streampetr.loader import build_loader
 from equivalence.compare import ImageStats
 from image_perturbations import PERTURBATIONS, perturbed
-from loader_data import tiny_config
+from loader_data import make_dataset, tiny_config
 
 
 @pytest.fixture(scope="module")
-def batch(tiny_root):
+def batch(tmp_path_factory):
     cfg = tiny_config()
-    with build_loader(cfg, tiny_root, seed=3) as loader:
+    with build_loader(cfg, make_dataset(tmp_path_factory.mktemp("tiny_nuscenes")), seed=3) as loader:
         img = next(loader)["img"]
     return img, cfg["img_norm_cfg"]
 
