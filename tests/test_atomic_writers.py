@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {
     "overlay/dali_streampetr/frames/store_file.py": "the loader and the tools that take it apart",
-    "scripts/overlaytool/atomic_write.py": "the tooling: overlaytool and forkwatch",
+    "scripts/overlaytool/atomic_write.py": "the tooling: overlaytool, forkwatch and upstream_env",
 }
 MOVES = {  # whole folders or finished files moved where they belong: no content is written there
     "scripts/overlaytool/checkout/clone.py": "a fresh clone's folder, onto a missing or empty one",
@@ -20,11 +20,7 @@ MOVES = {  # whole folders or finished files moved where they belong: no content
     "scripts/upstream_env/cuda_toolkit.py": "an unpacked CUDA toolkit's folder",
     "scripts/gpukit/stack.py": "reassembled kit files moved to where the node's steps read them",
     "scripts/wheelhouse/stack_kit.py": "a kit's parts moved from staging into their bundles",
-}
-# GPU-owned writers of their own (#41 work in progress), to be placed in a house when it lands (#43).
-PENDING = {
-    "scripts/upstream_env/timings.py": "the env build's timings file",
-    "scripts/gpukit/parts.py": "a reassembled kit file (the kit runs standalone, stdlib only)",
+    "scripts/gpukit/parts.py": "a kit file reassembled and checked against its sha256, rebuilt every run",
 }
 
 
@@ -52,7 +48,7 @@ def renaming_files(root: Path) -> dict[str, list[int]]:
 
 def test_files_are_renamed_into_place_only_by_their_houses_writer() -> None:
     found = renaming_files(ROOT)
-    named = WRITERS.keys() | MOVES.keys() | PENDING.keys()
+    named = WRITERS.keys() | MOVES.keys()
     assert {path: lines for path, lines in found.items() if path not in named} == {}
     assert sorted(named - found.keys()) == [], "named here, but renames nothing any more: drop it"
 

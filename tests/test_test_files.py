@@ -18,6 +18,7 @@ MIRRORS = {
     "overlaytool": "scripts/overlaytool",
     "forkwatch": "scripts/forkwatch",
     "loader": "overlay/dali_streampetr",
+    "upstream_env": "scripts/upstream_env",
 }
 
 
