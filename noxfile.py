@@ -1,5 +1,8 @@
 """Sessions of streampetr-dali. `nox` runs lint + tests; see README.md and docs/sessions.md.
 
+The sessions stand in named sections (`# --- <section> ---`), the main job first, in the order of
+docs/sessions.md's tables (tests/test_noxfile.py).
+
 Environments are built once and shared by the sessions that need them:
 `.nox/_env/hermetic` (DALI, CPU torch, numpy: the loader, tooling and synthetic data) and the
 OpenMMLab "upstream" env. Sessions themselves run with `venv_backend="none"`.
@@ -121,7 +124,40 @@ def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env:
     run_tool(session, python if in_env else sys.executable, module, *fixed, *args)
 
 
-# --- sessions ------------------------------------------------------------------------------------
+# --- the main job --------------------------------------------------------------------------------
+
+
+@nox.session
+def train_dali(session: nox.Session) -> None:
+    """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
+    refuse_args(
+        session, "--loader", why="it trains on the DALI loader; `nox -s train_torch` is the other one"
+    )
+    run_on_upstream_data(session, "upstream_run", "train", "--loader", "dali")
+
+
+@nox.session
+def train_torch(session: nox.Session) -> None:
+    """The same run on the original PyTorch DataLoader (`train_dali`'s arguments, plus `--workers K`)."""
+    refuse_args(
+        session, "--loader", why="it trains on the PyTorch DataLoader; `nox -s train_dali` is the other one"
+    )
+    run_on_upstream_data(session, "upstream_run", "train", "--loader", "torch")
+
+
+@nox.session
+def evaluate(session: nox.Session) -> None:
+    """mAP/NDS of a checkpoint via tools/test.py: `-- [CKPT] [--data-root DIR] [--gpus K] [--config C]`."""
+    run_on_upstream_data(session, "upstream_run", "evaluate")
+
+
+@nox.session
+def slurm_smoke(session: nox.Session) -> None:
+    """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
+    run_on_upstream_data(session, "upstream_run", "slurm_smoke", "--install")
+
+
+# --- lint and tests (`nox`) ----------------------------------------------------------------------
 
 
 @nox.session
@@ -160,6 +196,15 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def tests_gpu(session: nox.Session) -> None:
+    """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; where its torch or DALI sees no CUDA
+    device, each test skips with one line."""
+    refuse_args(session, "-m", why="it runs the gpu marker")
+    python = apply_and_ensure_upstream_env(session)
+    session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
+
+
+@nox.session
 def shards_proof(session: nox.Session) -> None:
     """The whole proof of scene-whole test shards (#44): 2, 3 and 4 gloo ranks and `--validate`, both test
     loaders; `nox` runs 3 ranks of it (docs/tests.md gives both times)."""
@@ -172,12 +217,12 @@ def shards_proof(session: nox.Session) -> None:
 
 
 @nox.session
-def tests_gpu(session: nox.Session) -> None:
-    """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; where its torch or DALI sees no CUDA
-    device, each test skips with one line."""
-    refuse_args(session, "-m", why="it runs the gpu marker")
-    python = apply_and_ensure_upstream_env(session)
-    session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
+def gpu_check(session: nox.Session) -> None:
+    """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
+    run_tool(session, ensure_hermetic_env(session), "wheelhouse.gpu_check", *session.posargs)
+
+
+# --- the upstream pins and the patch series ------------------------------------------------------
 
 
 @nox.session
@@ -235,16 +280,7 @@ def watch(session: nox.Session) -> None:
     run_tool(session, sys.executable, "forkwatch", "watch", *args)
 
 
-@nox.session
-def make_data(session: nox.Session) -> None:
-    """Make the synthetic nuScenes-format data set, cached (`-- --help`: folder, size, seed)."""
-    run_tool(session, ensure_hermetic_env(session), "synthdata", *session.posargs)
-
-
-@nox.session
-def inspect(session: nox.Session) -> None:
-    """One DALI batch: a summary and a PNG of the augmented images with the projected boxes."""
-    run_tool(session, ensure_hermetic_env(session), "batchview", *session.posargs)
+# --- environments and offline installs -----------------------------------------------------------
 
 
 @nox.session
@@ -264,33 +300,18 @@ def cuda_build(session: nox.Session) -> None:
 
 
 @nox.session
-def train_dali(session: nox.Session) -> None:
-    """The main job: real StreamPETR training on the DALI loader (apply, env and data as needed)."""
-    refuse_args(
-        session, "--loader", why="it trains on the DALI loader; `nox -s train_torch` is the other one"
-    )
-    run_on_upstream_data(session, "upstream_run", "train", "--loader", "dali")
+def wheelhouse(session: nox.Session) -> None:
+    """Every wheel both envs install, hash-locked, + the GPU check kit: `-- [--out DIR] [--cuda 12|13]`."""
+    run_tool(session, ensure_hermetic_env(session), "wheelhouse", *session.posargs)
+
+
+# --- data ----------------------------------------------------------------------------------------
 
 
 @nox.session
-def train_torch(session: nox.Session) -> None:
-    """The same run on the original PyTorch DataLoader (`train_dali`'s arguments, plus `--workers K`)."""
-    refuse_args(
-        session, "--loader", why="it trains on the PyTorch DataLoader; `nox -s train_dali` is the other one"
-    )
-    run_on_upstream_data(session, "upstream_run", "train", "--loader", "torch")
-
-
-@nox.session
-def evaluate(session: nox.Session) -> None:
-    """mAP/NDS of a checkpoint via tools/test.py: `-- [CKPT] [--data-root DIR] [--gpus K] [--config C]`."""
-    run_on_upstream_data(session, "upstream_run", "evaluate")
-
-
-@nox.session
-def slurm_smoke(session: nox.Session) -> None:
-    """Train (requeued, warned) and evaluate through srun --launcher slurm on a real SLURM (docs/slurm.md)."""
-    run_on_upstream_data(session, "upstream_run", "slurm_smoke", "--install")
+def make_data(session: nox.Session) -> None:
+    """Make the synthetic nuScenes-format data set, cached (`-- --help`: folder, size, seed)."""
+    run_tool(session, ensure_hermetic_env(session), "synthdata", *session.posargs)
 
 
 @nox.session
@@ -300,10 +321,13 @@ def create_data(session: nox.Session) -> None:
     run_tool(session, sys.executable, "upstream_run", "create_data", *session.posargs)
 
 
+# --- the loader against the original -------------------------------------------------------------
+
+
 @nox.session
-def bench(session: nox.Session) -> None:
-    """DALI vs the original DataLoader, side by side: time, CPU and memory (docs/benchmark.md)."""
-    run_on_upstream_data(session, "loaderbench", in_env=True)
+def inspect(session: nox.Session) -> None:
+    """One DALI batch: a summary and a PNG of the augmented images with the projected boxes."""
+    run_tool(session, ensure_hermetic_env(session), "batchview", *session.posargs)
 
 
 @nox.session
@@ -313,12 +337,6 @@ def equivalence(session: nox.Session) -> None:
 
 
 @nox.session
-def wheelhouse(session: nox.Session) -> None:
-    """Every wheel both envs install, hash-locked, + the GPU check kit: `-- [--out DIR] [--cuda 12|13]`."""
-    run_tool(session, ensure_hermetic_env(session), "wheelhouse", *session.posargs)
-
-
-@nox.session
-def gpu_check(session: nox.Session) -> None:
-    """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
-    run_tool(session, ensure_hermetic_env(session), "wheelhouse.gpu_check", *session.posargs)
+def bench(session: nox.Session) -> None:
+    """DALI vs the original DataLoader, side by side: time, CPU and memory (docs/benchmark.md)."""
+    run_on_upstream_data(session, "loaderbench", in_env=True)

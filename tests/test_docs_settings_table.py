@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from dali_streampetr.config.settings import DALI_KNOBS, KNOB, LoaderConfig
+from dali_streampetr.settings import DALI_KNOBS, KNOB, LoaderConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = re.compile(r"^\| key \| default \|", re.MULTILINE)

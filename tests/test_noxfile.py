@@ -1,5 +1,6 @@
-"""The noxfile: its version floor is the pinned nox, docs/sessions.md lists every session, and a
-session refuses an argument it would otherwise ignore or silently override, before building anything."""
+"""The noxfile: its version floor is the pinned nox, docs/sessions.md lists every session in the
+noxfile's named sections and order (the main job first), and a session refuses an argument it would
+otherwise ignore or silently override, before building anything."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOXFILE = ROOT / "noxfile.py"
+SECTION = re.compile(r"^# --- (.+?) -+$")
 
 
 def noxfile_tree() -> ast.Module:
@@ -47,6 +49,47 @@ def test_sessions_page_lists_every_session() -> None:
     first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
     documented = {name for cell in first_cells for name in re.findall(r"`(?:nox -s )?(\w+)", cell)} - {"nox"}
     assert documented == session_names()
+
+
+def noxfile_sections() -> list[tuple[str, list[str]]]:
+    """(title, its sessions in order) of every section of the noxfile that holds sessions: a section
+    starts at a ``# --- <title> ---`` line."""
+    lines = NOXFILE.read_text(encoding="utf-8").splitlines()
+    starts = [(i + 1, m.group(1)) for i, line in enumerate(lines) if (m := SECTION.match(line))]
+    names = session_names()
+    sections = []
+    for k, (start, title) in enumerate(starts):
+        stop = starts[k + 1][0] if k + 1 < len(starts) else len(lines) + 1
+        found = [
+            node.name
+            for node in noxfile_tree().body
+            if isinstance(node, ast.FunctionDef) and node.name in names and start < node.lineno < stop
+        ]
+        if found:
+            sections.append((title, found))
+    return sections
+
+
+def page_sections(text: str) -> list[tuple[str, list[str]]]:
+    """(title, its sessions in order) of every ``### <title>`` table under the page's "Every session"
+    (`nox` itself, the default, aside)."""
+    part = text.split("## Every session", 1)[1].split("\n## ", 1)[0]
+    sections: list[tuple[str, list[str]]] = []
+    for line in part.splitlines():
+        if line.startswith("### "):
+            sections.append((line.removeprefix("### "), []))
+        elif line.startswith("| `") and sections:
+            cell = line.split("|")[1]
+            sections[-1][1].extend(n for n in re.findall(r"`(?:nox -s )?(\w+)", cell) if n != "nox")
+    return sections
+
+
+def test_the_sessions_page_has_the_noxfiles_sections_in_its_order() -> None:
+    """The main job first; the noxfile's sections, and the sessions in each, in the page's order."""
+    noxfile = noxfile_sections()
+    page = page_sections((ROOT / "docs" / "sessions.md").read_text(encoding="utf-8"))
+    assert noxfile[0] == ("the main job", ["train_dali", "train_torch", "evaluate", "slurm_smoke"])
+    assert [(title.lower(), s) for title, s in page] == noxfile
 
 
 NOX = shutil.which("nox")

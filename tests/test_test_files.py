@@ -1,11 +1,12 @@
 """The rules of tests/ itself (docs/tests.md): no module of tests/ imports a test file (what several
 test files share lives in a helper module), and a test folder that mirrors a package names each of
 its test files after a module of the package's folder it mirrors (read from the code, lazy imports
-inside functions included)."""
+inside functions included); every module of tests/ has a name no other has."""
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 from tiers import TIERS
@@ -13,11 +14,11 @@ from tiers import TIERS
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 # tests/<folder> -> the package folder it mirrors, folder by folder
-MIRRORS = {"overlaytool": "scripts/overlaytool", "forkwatch": "scripts/forkwatch"}
-# Test files that still import another; each is fixed by removing it here (#43, phase 2).
-PENDING: dict[str, str] = {
-    "loader/test_image_path.py": "test_pipeline",
-    "loader/test_store_trust.py": "test_frame_store",
+MIRRORS = {
+    "overlaytool": "scripts/overlaytool",
+    "forkwatch": "scripts/forkwatch",
+    "loader": "overlay/dali_streampetr",
+    "upstream_env": "scripts/upstream_env",
 }
 
 
@@ -45,11 +46,14 @@ def imports_of_test_files(tests: Path) -> dict[str, str]:
 
 def unmirrored(tests: Path, package: Path) -> list[str]:
     """The test files of ``tests`` not named ``test_<module>[_<subject>][_<tier>].py`` after a module
-    of the folder of ``package`` at the same relative path."""
+    of the folder of ``package`` at the same relative path (the package's face, its ``__init__``,
+    is named by the package: ``test_<package>[_<subject>].py``)."""
     problems = []
     for path in sorted(tests.rglob("test_*.py")):
         folder = package / path.parent.relative_to(tests)
         modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+        if (folder / "__init__.py").is_file():
+            modules.add(folder.name)
         subject = path.stem.removeprefix("test_")
         subject = next((subject.removesuffix(f"_{t}") for t in TIERS if subject.endswith(f"_{t}")), subject)
         if not any(subject == m or subject.startswith(f"{m}_") for m in modules):
@@ -59,7 +63,14 @@ def unmirrored(tests: Path, package: Path) -> list[str]:
 
 
 def test_no_test_file_is_imported() -> None:
-    assert imports_of_test_files(TESTS) == PENDING
+    assert imports_of_test_files(TESTS) == {}
+
+
+def test_every_module_of_tests_has_a_name_of_its_own() -> None:
+    """pytest imports every test file and helper by its bare name (no ``__init__.py`` in tests/): two
+    of one name in two folders break a run that collects both, or one shadows the other."""
+    names = Counter(p.name for p in TESTS.rglob("*.py") if p.name != "conftest.py")
+    assert [name for name, n in names.items() if n > 1] == []
 
 
 def test_the_mirrored_folders_name_their_test_files_after_modules() -> None:
@@ -94,6 +105,8 @@ def test_a_test_file_named_after_no_module_is_named(tmp_path: Path) -> None:
         "test_apply.py",
         "sub/test_apply_faults_upstream.py",
         "sub/test_init.py",
+        "sub/test_sub_imports.py",
+        "test_pkg.py",
         "gone/test_apply.py",
     ):
         (tests / rel).parent.mkdir(parents=True, exist_ok=True)

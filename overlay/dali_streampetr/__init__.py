@@ -8,7 +8,8 @@ mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` e
 from :mod:`.runner` need the upstream env. The project's own tools reach the loader through these
 names and :mod:`.toolkit` only.
 
-The subpackages, in the order a batch passes them: :mod:`.config` (the settings, read once),
+The parts, in the order a batch passes them: :mod:`.settings` (what the loader's settings are),
+:mod:`.config` (a StreamPETR config read once into them),
 :mod:`.frames` (the info file and the frame store), :mod:`.sampling` (which frames, which draws),
 :mod:`.pipeline` (the DALI graph, its external source and guards), :mod:`.batch` (targets, wire
 format, assembly, schema), :mod:`.loader` (the loader itself) and :mod:`.runner` (the mmcv side).
@@ -24,17 +25,17 @@ _EXPORTS = {
     "build_loader": "loader",
     "build_test_loader": "loader",
     "DaliStreamLoader": "loader",
-    "LoaderConfig": "config.settings",
+    "LoaderConfig": "settings",
     "loader_config_from": "config.reader",
-    "ConfigValueError": "config.settings",
-    "UnsupportedConfigError": "config.settings",
+    "ConfigValueError": "settings",
+    "UnsupportedConfigError": "settings",
     "BATCH": "batch_schema",
     "batch_problems": "batch_schema",
     "LoaderFaultError": "pipeline.errors",
     "WorkerDiedError": "pipeline.errors",
     "PipelineStalledError": "pipeline.errors",
     "PipelineStartError": "pipeline.errors",
-    "TooManyBadImagesError": "pipeline.failures",
+    "TooManyBadImagesError": "pipeline.errors",
     "LoaderStateMismatch": "resume",
     "build_dali_loader": "runner.dataloader",
     "build_mmdet_loader": "runner.dataloader",

@@ -91,7 +91,7 @@ COLLECT3D_KEYS = tuple(k for k in COLLATED_KEYS if SCHEMA[k].role != "meta")  # 
 
 
 def batch_sizes(cfg: Any, n_cams: int) -> dict[str, int]:
-    """The size symbols of a :class:`~..config.settings.LoaderConfig`'s batches."""
+    """The size symbols of a :class:`~..settings.LoaderConfig`'s batches."""
     fH, fW = cfg.aug.final_dim
     d = cfg.size_divisor
     return {

@@ -16,14 +16,15 @@ import torch
 
 from .batch.assembly import BatchAssembler
 from .config.reader import loader_config_from
-from .config.settings import LoaderConfig
 from .frames.records import Frame
 from .frames.store import load_frames
+from .pipeline.errors import AssemblyError
 from .pipeline.failures import BadImagePolicy, diagnose
 from .pipeline.graph import build_pipeline, build_within, pipeline_device
 from .pipeline.source import ImageSource
-from .pipeline.watchdog import AssemblyError, PipelineWatchdog, worker_processes
+from .pipeline.watchdog import PipelineWatchdog, worker_processes
 from .resume import check_state, loader_state
+from .settings import LoaderConfig
 
 Collate = Callable[[dict[str, Any]], Any]
 
@@ -236,7 +237,7 @@ def build_loader(
     **overrides: Any,
 ) -> DaliStreamLoader:
     """Loader from a StreamPETR config (dict or mmcv Config), or from the
-    :class:`~.config.settings.LoaderConfig` a caller read from it already (a config is read once per
+    :class:`~.settings.LoaderConfig` a caller read from it already (a config is read once per
     loader). Rank / world size default to the initialised ``torch.distributed`` group, else (0, 1).
     ``ann_file`` is the info pickle as given
     (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file

@@ -10,7 +10,6 @@ from __future__ import annotations
 from .batch.transforms import box_corners, project
 from .batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
 from .config.reader import dataset_values
-from .config.settings import NUSCENES_CLASSES, SINGLE_FRAME, SLIDING_WINDOW, STREAMING, AugConfig
 from .frames.records import Frame
 from .frames.store import load_frames, read_frames
 from .frames.store_file import write_atomic
@@ -18,6 +17,7 @@ from .pipeline.source import ImageSource
 from .sampling.eval_shards import frames_without_memory, scene_shards, scene_starts, upstream_chunks
 from .sampling.modes import Streaming
 from .sampling.plan import frame_draw
+from .settings import NUSCENES_CLASSES, SINGLE_FRAME, SLIDING_WINDOW, STREAMING, AugConfig
 
 __all__ = [
     "DECODE_SHAPE",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +129,13 @@ def _clean(x: Any) -> Any:
 
 
 def write_json(records: list[dict[str, Any]], path: Path) -> None:
-    """``{"ok", "configs"}`` at ``path``, replaced whole (a temporary file renamed over it)."""
+    """``{"ok", "configs"}`` at ``path``, replaced whole (the loader's writer, ``write_atomic``)."""
+    from dali_streampetr.toolkit import write_atomic  # torch with it: not for the tables' users
+
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"ok": all(r["ok"] for r in records), "configs": records}
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(_clean(doc), indent=1, default=str) + "\n")
-    os.replace(tmp, path)
+    text = json.dumps(_clean(doc), indent=1, default=str) + "\n"
+    write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def verdict_counts(records: list[dict]) -> str:

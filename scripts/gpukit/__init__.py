@@ -8,7 +8,8 @@ files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, neve
   parts, a venv from the kit's wheels reusing the node's torch, the data, ``tests/gpu``, the benchmark
 - :mod:`.parts`       the manifest: verify every part, reassemble the files, unpack the sources; the
   project's one file hash (``sha256``)
-- :mod:`.node`        the node's python and torch, and the kit's venv on them
+- :mod:`.node`        the node's python and torch, and the kit's venv on them (the probe and the ``.pth``
+  to a node's torch are the env builder's too: ``upstream_env --torch-from``)
 - :mod:`.steps`       numbered steps, the commands they run, ``CheckError``
 - :mod:`.stack`       ``--stack``: the OpenMMLab env on the node's torch from a stack kit, then the GPU
   tests, training on both loaders, evaluation and the benchmark (it runs the project's unpacked sources)

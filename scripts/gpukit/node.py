@@ -1,5 +1,9 @@
 """The node's python and torch, and the kit's venv on top of them: the kit's wheels installed with
-the index disabled, the node's torch reused through a ``.pth`` file (stdlib only)."""
+the index disabled, the node's torch reused through a ``.pth`` file (stdlib only).
+
+The probe and the ``.pth`` file are also the env builder's (``upstream_env`` on ``--torch-from``):
+one way to ask a python about its torch, one way to put that torch on a venv's path.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ PROBE = (
     "'tag': 'cp%d%d' % sys.version_info[:2], 'torch': torch.__version__, 'torch_cuda': torch.version.cuda, "
     "'cuda_available': cuda, 'devices': torch.cuda.device_count() if cuda else 0, "
     "'gpu': torch.cuda.get_device_name(0) if cuda else None, "
-    "'torch_site': str(Path(torch.__file__).resolve().parents[1])}))"
-)
+    "'torch_site': str(Path(torch.__file__).absolute().parents[1])}))"
+)  # torch_site: the folder torch is imported from, links kept (not the folder a link farm points to)
+NODE_TORCH_PTH = "_node_torch.pth"
 VENV_CHECK = (
     "import json, sys, numpy, torch, nvidia.dali as dali, PIL; print(json.dumps({"
     "'numpy': numpy.__version__, 'numpy_file': numpy.__file__, 'dali': dali.__version__, "
@@ -34,15 +39,18 @@ def clean_pip_env(base: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def probe(python: str) -> dict:
-    """The node's python and torch: tag, torch and CUDA versions, devices, torch's site folder."""
-    try:
-        out = run([python, "-c", PROBE], what=f"{python}: import torch")
-    except CheckError as exc:
-        raise CheckError(
-            f"{exc}\nThe kit reuses the node's torch: run it with a python that has torch."
-        ) from None
+def probe(python: str | Path) -> dict:
+    """A python's tag and torch: torch and CUDA versions, devices, torch's site folder."""
+    out = run([python, "-c", PROBE], what=f"{python}: import torch")
     return json.loads(out.strip().splitlines()[-1])
+
+
+def link_torch(purelib: Path, torch_site: str) -> Path:
+    """The ``.pth`` file in a venv's ``purelib`` that puts ``torch_site`` (the node's torch, with
+    whatever lies beside it) on its path, behind the venv's own packages."""
+    pth = purelib / NODE_TORCH_PTH
+    pth.write_text(torch_site + "\n")
+    return pth
 
 
 def make_venv(python: str, venv: Path, wheels: Path, lock: Path, torch_site: str) -> dict:
@@ -55,7 +63,7 @@ def make_venv(python: str, venv: Path, wheels: Path, lock: Path, torch_site: str
     pip.append("--require-hashes")
     run([*pip, "-r", lock], env=clean_pip_env(dict(os.environ)), what=f"pip install -r {lock.name} (offline)")
     purelib = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], what="venv paths")
-    (Path(purelib.strip().splitlines()[-1]) / "_gpu_check_node_torch.pth").write_text(torch_site + "\n")
+    link_torch(Path(purelib.strip().splitlines()[-1]), torch_site)
     info = json.loads(run([vpy, "-c", VENV_CHECK], what="import check in the venv").strip().splitlines()[-1])
     for name in ("numpy_file", "dali_file"):
         if not Path(info[name]).resolve().is_relative_to(venv.resolve()):

@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Nam
     ap.add_argument("--data-root", type=Path, default=None, help="an existing synthetic data set to reuse")
     ap.add_argument(
         "--allow-cuda-mismatch", action="store_true",
-        help="run although the kit's DALI is for another CUDA major than the node's torch",
+        help="run although the kit's DALI is for another CUDA major than the node's torch (not --stack)",
     )  # fmt: skip
     stack = ap.add_argument_group("stack mode (a stack kit: the OpenMMLab env on the node's torch)")
     stack.add_argument("--stack", action="store_true", help="build the env, train, evaluate, benchmark")
@@ -75,6 +75,15 @@ def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Nam
     return args
 
 
+def probe_node(python: str) -> dict:
+    """The node's python and torch (:func:`gpukit.node.probe`); without torch, what the kit needs."""
+    try:
+        return probe(python)
+    except CheckError as exc:
+        hint = "The kit reuses the node's torch: run it with a python that has torch."
+        raise CheckError(f"{exc}\n{hint}") from None
+
+
 def require_a_matching_kit(node: dict, manifest: dict, allow_cuda_mismatch: bool) -> None:
     """Refuse a kit without wheels for the node's python, or with DALI for another CUDA major."""
     if node["tag"] not in manifest["locks"]:
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
     t0 = time.monotonic()
     try:
         started = steps.begin("the node's python and torch")
-        node = probe(args.python)
+        node = probe_node(args.python)
         manifest = load_manifest(kit)
         print(
             f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), "
@@ -183,12 +192,13 @@ def stack_main(args: argparse.Namespace, kit: Path, work: Path) -> int:
     t0 = time.monotonic()
     try:
         started = steps.begin("the node's python and torch")
-        node = probe(args.python)
+        node = probe_node(args.python)
         manifest = load_manifest(kit)
         gpu = f"{node['devices']} GPU(s)" + (f": {node['gpu']}" if node["gpu"] else "")
         print(f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), {gpu}; "
               f"kit: DALI for CUDA {manifest['dali_cuda']}")  # fmt: skip
-        require_a_matching_kit(node, manifest, args.allow_cuda_mismatch)
+        # no --allow-cuda-mismatch here: the env builder installs DALI of the torch's CUDA major
+        require_a_matching_kit(node, manifest, allow_cuda_mismatch=False)
         if not node["cuda_available"]:
             print("GPU half skipped: torch sees no CUDA device (CPU ops, CPU loaders, the GPU tests skip)")
         steps.end("probe", started)

@@ -5,9 +5,11 @@ From a stack kit (``nox -s wheelhouse -- --only stack-kit``; stdlib only, like t
 1. ``parts``   verify and reassemble the parts (``--until mmcv``: only the first bundle's files), unpack
    the project's sources and the applied upstream tree, and check every file of that tree against
    the digests ``apply`` left where the kit was made (the node needs no git);
-2. ``mmcv``    compile mmcv-full against the node's torch (``wheelhouse.node_env --mmcv-only``);
-3. ``env``     the OpenMMLab env on the node's torch from the kit's wheels, index disabled;
-4. ``check``   the driver check (``tools/cuda_check.py --dali``): with a GPU it must say ``GPU``;
+2. ``mmcv``    compile mmcv-full against the node's torch (``upstream_env mmcv-wheel --torch-from``,
+   through ``wheelhouse.node_env``: the kit's wheels, index disabled);
+3. ``env``     the OpenMMLab env on the node's torch (``upstream_env build --torch-from`` with the same
+   choices: it reuses that wheel);
+4. ``check``   the driver check (``tools/driver_check.py --dali``): with a GPU it must say ``GPU``;
 5. ``data``    the synthetic data set;
 6. ``tests``   ``tests/gpu -m gpu`` (the loader's GPU tests and two training iterations on the GPU);
 7. ``train_dali``, ``train_torch``  ``upstream_run train`` on each loader (DALI with mixed decoding
@@ -126,19 +128,18 @@ class Stack:
             f"      {len(files)} files, {size / 2**20:.0f} MiB verified; the applied tree matches its digests"
         )
 
-    def node_env(self, step: str, *extra: str) -> None:
-        stack = self.manifest["stack"]
+    def node_env(self, step: str, command: str) -> None:
+        """``upstream_env <command>`` (``mmcv-wheel`` or ``build``) on the node's torch, offline; both
+        steps pass the same choices, so ``build`` finds the wheel ``mmcv-wheel`` compiled."""
         ops = ["--cuda", "--cuda-arch", self.args.cuda_arch] if self.gpu else ["--no-cuda"]
-        self.run(step, [self.args.python, "-m", "wheelhouse.node_env", "--env", self.env_dir,
-                        "--torch-from", self.args.python, "--wheelhouse", self.wheelhouse,
-                        "--lock", self.manifest["locks"][stack["python"]], "--nodeps", stack["nodeps"],
-                        *ops, *extra])  # fmt: skip
+        cmd = [self.args.python, "-m", "wheelhouse.node_env", command, "--wheelhouse", self.wheelhouse]
+        self.run(step, [*cmd, "--env", self.env_dir, "--torch-from", self.args.python, *ops])
 
     def check(self) -> None:
-        out = self.run("check", [self.vpy, self.src / "upstream/StreamPETR/tools/cuda_check.py", "--dali"])
-        verdict = next((ln for ln in reversed(out.splitlines()) if ln.startswith("cuda_check: ")), "")
+        out = self.run("check", [self.vpy, self.src / "upstream/StreamPETR/tools/driver_check.py", "--dali"])
+        verdict = next((ln for ln in reversed(out.splitlines()) if ln.startswith("driver_check: ")), "")
         self.record("check", verdict=verdict)
-        if self.gpu != verdict.startswith("cuda_check: GPU"):
+        if self.gpu != verdict.startswith("driver_check: GPU"):
             raise CheckError(
                 f"check: the node's torch {'sees' if self.gpu else 'sees no'} GPU, yet {verdict!r}"
             )
@@ -220,8 +221,8 @@ def run_stack(args, kit: Path, work: Path, node: dict, manifest: dict, steps) ->
         until = STEPS.index(args.until) if args.until else len(STEPS) - 1
         actions = {
             "parts": lambda: stack.parts(early_only=args.until == "mmcv"),
-            "mmcv": lambda: stack.node_env("mmcv", "--mmcv-only"),
-            "env": lambda: stack.node_env("env"),
+            "mmcv": lambda: stack.node_env("mmcv", "mmcv-wheel"),
+            "env": lambda: stack.node_env("env", "build"),
             "check": stack.check,
             "data": stack.data_set,
             "tests": stack.tests,

@@ -121,6 +121,8 @@ def eval_infos(data_root: Path) -> Path:
     import hashlib
     import pickle
 
+    from dali_streampetr.toolkit import write_atomic
+
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
     path = ROOT / "out" / "bench-eval" / f"eval_infos_{digest}_x{EVAL_COPIES}.pkl"
@@ -134,9 +136,8 @@ def eval_infos(data_root: Path) -> Path:
         for info in data["infos"]
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_bytes(pickle.dumps({**data, "infos": infos}))
-    partial.replace(path)
+    payload = pickle.dumps({**data, "infos": infos})
+    write_atomic(path, lambda f: f.write(payload))
     return path
 
 

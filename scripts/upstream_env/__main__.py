@@ -1,5 +1,5 @@
-"""CLI: `python -m upstream_env {build,path} ...` (`<command> --help` for each). The runs of upstream's
-tools inside the env (train, evaluate, create_data) are the `upstream_run` package."""
+"""CLI: `python -m upstream_env {build,mmcv-wheel,path} ...` (`<command> --help` for each). The runs of
+upstream's tools inside the env (train, evaluate, create_data) are the `upstream_run` package."""
 
 from __future__ import annotations
 
@@ -19,6 +19,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="upstream_env", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build or update the env (a no-op when it is current)")
+    add_choices(b)
+    b.add_argument(
+        "--force", action="store_true", help="rerun the install steps even when the stamp is current"
+    )
+    b.add_argument("--clean", action="store_true", help="delete the env first (cached wheels are kept)")
+    m = sub.add_parser(
+        "mmcv-wheel",
+        help="only the cached mmcv-full wheel `build` with these choices installs (made or reused), "
+        "with the venv and build prerequisites it needs; prints its folder",
+    )
+    add_choices(m)
+    p = sub.add_parser("path", help="print the env's python; exit 1 when the env is not built/current")
+    p.add_argument("--env", type=Path, default=ENV_DIR)
+    args = parser.parse_args(argv)
+    if args.command == "path":
+        print(env_python(args.env))
+        return 0 if is_current(args.env) else 1
+    stamp = read_stamp(args.env)  # the choices are kept across --clean
+    flags = {k: getattr(args, k) for k in ("cuda", "full_ops", "arch_list", "toolkit", "torch_from")}
+    recorded = {k: v for k, v in (stamp or {}).items() if k in flags and flags[k] is None}
+    if args.command == "build" and args.clean and args.env.exists():
+        shutil.rmtree(args.env)
+    chosen = {**recorded, **{k: v for k, v in flags.items() if v is not None}}
+    try:
+        if args.command == "mmcv-wheel":
+            print(build(args.env, mmcv_only=True, **chosen))
+        else:
+            build(args.env, force=args.force, **chosen)
+    except EnvBuildError as exc:
+        print(f"upstream_env: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_choices(b: argparse.ArgumentParser) -> None:
+    """The env folder and the build choices (`build.Choices`), shared by `build` and `mmcv-wheel`."""
     b.add_argument("--env", type=Path, default=ENV_DIR, help="env folder (default: .nox/_env/upstream)")
     ops = b.add_mutually_exclusive_group()
     ops.add_argument(
@@ -63,27 +99,6 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PYTHON",
         help="build the env on this interpreter's torch (a GPU node's own), not the constraints' torch",
     )
-    b.add_argument(
-        "--force", action="store_true", help="rerun the install steps even when the stamp is current"
-    )
-    b.add_argument("--clean", action="store_true", help="delete the env first (cached wheels are kept)")
-    p = sub.add_parser("path", help="print the env's python; exit 1 when the env is not built/current")
-    p.add_argument("--env", type=Path, default=ENV_DIR)
-    args = parser.parse_args(argv)
-    if args.command == "path":
-        print(env_python(args.env))
-        return 0 if is_current(args.env) else 1
-    stamp = read_stamp(args.env)  # the choices are kept across --clean
-    flags = {k: getattr(args, k) for k in ("cuda", "full_ops", "arch_list", "toolkit", "torch_from")}
-    recorded = {k: v for k, v in (stamp or {}).items() if k in flags and flags[k] is None}
-    if args.clean and args.env.exists():
-        shutil.rmtree(args.env)
-    try:
-        build(args.env, force=args.force, **{**recorded, **{k: v for k, v in flags.items() if v is not None}})
-    except EnvBuildError as exc:
-        print(f"upstream_env: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def _arch_list(text: str) -> tuple[str, ...]:

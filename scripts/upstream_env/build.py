@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import EnvBuildError
+from . import EnvBuildError, node_torch
 from .cuda_toolkit import DEFAULT_ARCHES
 from .mmcv_wheel import ensure_mmcv_wheel, probe
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
@@ -32,15 +31,12 @@ BUILDER_MODULES = (
     "op_set.py",
     "cuda_toolkit.py",
     "mmdet3d_wheel.py",
+    "node_torch.py",
     "paths.py",
     "_streampetr_numpy_compat.py",
 )
 # What mmcv-full's setup.py imports at build time (it runs without build isolation).
 BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
-# `--torch-from`: the node's torch stays; the constraints lose what pins torch and its CUDA wheels
-# (DALI's CUDA 12 wheels, `-cu12`, stay pinned).
-NODE_TORCH = ("torch", "torchvision", "triton", "cuda-toolkit")
-TORCH_FROM_DIR = ".torch-from"
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
 # networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools.
 # mmdet3d is installed from the wheel file built from the pin, never from an index.
@@ -145,62 +141,27 @@ def _install_compat(python: Path) -> None:
     (site / "_streampetr_numpy_compat.pth").write_text(f"import {COMPAT_MODULE.stem}\n")
 
 
-def without_node_torch(text: str) -> str:
-    """A constraints or requirements file without the lines pinning torch, torchvision, triton,
-    cuda-toolkit and torch's own nvidia-* CUDA wheels (the node's torch brings its own)."""
-    kept = []
-    for line in text.splitlines():
-        spec = line.split("#", 1)[0].strip()
-        name = re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0].lower().replace("_", "-")
-        torch_cuda = name.startswith("nvidia-") and "dali" not in name and not name.endswith("-cu12")
-        if name in NODE_TORCH or torch_cuda:
-            continue
-        kept.append(line)
-    return "\n".join(kept) + "\n"
-
-
-def torchvision_for(torch_version: str) -> str:
-    """The torchvision release series of a torch 2.x release (2.11 -> 0.26.*)."""
-    major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
-    if major != 2:
-        raise EnvBuildError(f"--torch-from: torch {torch_version}: only torch 2.x has a known torchvision")
-    return f"0.{minor + 15}.*"
-
-
-def _node_torch(env: Path, python: Path, node_python: Path, log: BuildLog) -> tuple[Path, Path]:
-    """The node's torch made importable in the env (a `.pth` to its site folder), torchvision from
-    the wheelhouse when the node has none; the requirement and constraint files without torch."""
-    node = probe(node_python)
-    (_purelib(python) / "_streampetr_node_torch.pth").write_text(node["torch_site"] + "\n")
-    folder = env / TORCH_FROM_DIR
-    folder.mkdir(exist_ok=True)
-    constraints, requirements = folder / "constraints.txt", folder / "requirements.txt"
-    constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
-    requirements.write_text(without_node_torch(REQUIREMENTS.read_text()))
-    has_tv = subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode == 0
-    log.say(f"      torch {node['torch']} (CUDA {node['cuda']}) of {node_python}; has torchvision: {has_tv}")
-    if not has_tv:
-        wanted = f"torchvision=={torchvision_for(node['torch'])}"
-        log.run(_pip(python, "--no-deps", wanted), what="pip install torchvision")
-    return constraints, requirements
-
-
-def build(env: Path = ENV_DIR, *, force: bool = False, **flags: object) -> Path:
+def build(env: Path = ENV_DIR, *, force: bool = False, mmcv_only: bool = False, **flags: object) -> Path:
     """Make `env` match the requirement files; a no-op when its stamp is current. `flags`: the
-    fields of `Choices` given on the command line (None: keep the recorded one). Returns its python."""
+    fields of `Choices` given on the command line (None: keep the recorded one). Returns its python.
+    `mmcv_only`: only the venv, its build prerequisites and the cached mmcv-full wheel of these
+    choices (`python -m upstream_env mmcv-wheel`: a node compiles it while the rest of its kit
+    travels); the build with the same choices then reuses that wheel. Returns the wheel's folder."""
     python = env_python(env)
     choices = resolve(read_stamp(env), **flags)
-    up_to_date = f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices)})."
-    if not force and is_current(env, **asdict(choices)):
-        print(up_to_date, file=sys.stderr)
+
+    def up_to_date() -> bool:
+        if force or mmcv_only or not is_current(env, **asdict(choices)):
+            return False
+        print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices)}).", file=sys.stderr)
+        return True
+
+    if up_to_date():
         return python
     env.parent.mkdir(parents=True, exist_ok=True)
     with open(env.parent / f".{env.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a waiting one then finds it current
-        if not force and is_current(env, **asdict(choices)):
-            print(up_to_date, file=sys.stderr)
-            return python
-        return _build(env, python, choices)
+        return python if up_to_date() else _build(env, python, choices, mmcv_only=mmcv_only)
 
 
 def _ops_name(choices: Choices) -> str:
@@ -210,9 +171,10 @@ def _ops_name(choices: Choices) -> str:
     return f"{kind}, {ops}{arches}"
 
 
-def _build(env: Path, python: Path, choices: Choices) -> Path:
-    log = BuildLog(LOG_FILE, total_steps=6)
-    log.say(f"building the upstream env at {env}; full output in {LOG_FILE}")
+def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False) -> Path:
+    log = BuildLog(LOG_FILE, total_steps=3 if mmcv_only else 6)
+    what = "the mmcv-full wheel of the upstream env" if mmcv_only else "the upstream env"
+    log.say(f"building {what} at {env}; full output in {LOG_FILE}")
     total = time.monotonic()
     constraints, requirements = CONSTRAINTS, REQUIREMENTS
     try:
@@ -225,8 +187,9 @@ def _build(env: Path, python: Path, choices: Choices) -> Path:
         prereqs = BUILD_PREREQS
         started = log.begin("torch and the build prerequisites of mmcv-full", "torch" if fresh else None)
         if choices.torch_from:
-            constraints, requirements = _node_torch(env, python, Path(choices.torch_from), log)
-            prereqs = tuple(p for p in BUILD_PREREQS if p not in NODE_TORCH)
+            node = probe(Path(choices.torch_from))
+            constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
+            prereqs = tuple(p for p in BUILD_PREREQS if p not in node_torch.NODE_TORCH)
         log.run(_pip(python, "-c", constraints, *prereqs), what="pip install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
@@ -235,6 +198,9 @@ def _build(env: Path, python: Path, choices: Choices) -> Path:
             python, log, choices.cuda, choices.full_ops, choices.arch_list, choices.toolkit
         )
         log.done(started)
+        if mmcv_only:
+            log.say(f"mmcv-full wheel ready in {time.monotonic() - total:.0f} s: {mmcv_dir}")
+            return mmcv_dir
 
         started = log.begin("mmdet3d wheel from the pinned source (cached)")
         mmdet3d_dir = ensure_mmdet3d_wheel(python, log)
@@ -244,7 +210,10 @@ def _build(env: Path, python: Path, choices: Choices) -> Path:
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
         log.run(_pip(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-        log.run(_pip(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d), what="pip install --no-deps")
+        nodeps = [*NO_DEPS, mmdet3d]
+        if choices.torch_from:  # mmcv-full without its opencv-python (node_torch.py says why)
+            nodeps += list(mmcv_dir.glob("mmcv_full-*.whl"))
+        log.run(_pip(python, "--no-deps", "-c", constraints, *nodeps), what="pip install --no-deps")
         log.done(started, timing="requirements" if fresh else None)
 
         started = log.begin("NumPy alias shim and import check", "check")

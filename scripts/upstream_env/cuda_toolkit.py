@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ FACTS = "toolkit.json"
 # torch's ATen/cuda/CUDAContextLight.h includes these; the toolkit wheels do not ship them, torch's
 # own CUDA library wheels do (site-packages/nvidia/cu<major>/include).
 LIBRARY_HEADERS = ("cublas_v2.h", "cusparse.h", "cusolverDn.h")
+CUOBJDUMP = "nvidia-cuda-cuobjdump"  # the lock's wheel with cuobjdump alone
 
 
 @dataclass(frozen=True)
@@ -133,24 +135,8 @@ def index_toolkit(cuda: str, python: Path, log: BuildLog) -> Toolkit:
         log.say(f"      nvcc {found.version} from the cached index toolkit {folder.name}")
         return found
     partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
     log.say(f"      installing the CUDA {cuda} toolkit from {lock.relative_to(ROOT)} into {folder}")
-    try:
-        log.run(
-            [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--require-hashes",
-             "--target", partial, "-r", lock],
-            what=f"pip install the CUDA {cuda} toolkit",
-        )  # fmt: skip
-    except EnvBuildError as exc:
-        raise EnvBuildError(
-            f"{exc}\nThe CUDA ops need nvcc {cuda}: give the index (or a wheelhouse with the toolkit wheels: "
-            f"STREAMPETR_WHEELHOUSE, made by `nox -s wheelhouse`), or a CUDA {cuda} toolkit on PATH with "
-            f"`--toolkit system`; `--no-cuda` builds CPU ops (a GPU run then stops at mmdet's FocalLoss)."
-        ) from None
-    homes = sorted(partial.glob("nvidia/*/bin/nvcc"))
-    if len(homes) != 1:
-        raise EnvBuildError(f"{partial}: expected one nvidia/<cu>/bin/nvcc after the install, found {homes}")
-    home = homes[0].parents[1]
+    home = _pip_target(python, lock, lock, partial, "nvcc", log)
     for runtime in (home / "lib").glob("libcudart.so.*"):  # torch links `-lcudart`: the unversioned name
         if re.fullmatch(r"libcudart\.so\.\d+", runtime.name) and not (home / "lib" / "libcudart.so").exists():
             (home / "lib" / "libcudart.so").symlink_to(runtime.name)
@@ -164,6 +150,33 @@ def index_toolkit(cuda: str, python: Path, log: BuildLog) -> Toolkit:
     facts = {**toolkit.facts(), "lock": lock.name, "lock_sha256": _sha256(lock)}
     (folder / FACTS).write_text(json.dumps(facts, indent=1) + "\n")
     return toolkit
+
+
+def _pip_target(
+    python: Path, lock: Path, requirements: Path, partial: Path, tool: str, log: BuildLog
+) -> Path:
+    """`requirements` (the hash lock `lock`, or lines of it) installed into `partial` (`pip --target`,
+    hashes required); the one `nvidia/<cu>/` folder holding `bin/<tool>`. An unreachable index: the
+    ways out, named."""
+    shutil.rmtree(partial, ignore_errors=True)
+    cuda = lock.stem.removeprefix("cuda-toolkit-")
+    try:
+        log.run(
+            [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--require-hashes",
+             "--target", partial, "-r", requirements],
+            what=f"pip install the CUDA {cuda} {tool} from {lock.name}",
+        )  # fmt: skip
+    except EnvBuildError as exc:
+        raise EnvBuildError(
+            f"{exc}\nThe CUDA ops need the CUDA {cuda} {tool}: give the index (or a wheelhouse with the "
+            f"toolkit wheels: STREAMPETR_WHEELHOUSE, made by `nox -s wheelhouse`), or a CUDA {cuda} toolkit "
+            f"on PATH with `--toolkit system`; `--no-cuda` builds CPU ops (a GPU run then stops at mmdet's "
+            f"FocalLoss)."
+        ) from None
+    homes = sorted(partial.glob(f"nvidia/*/bin/{tool}"))
+    if len(homes) != 1:
+        raise EnvBuildError(f"{partial}: expected one nvidia/<cu>/bin/{tool} after the install, not {homes}")
+    return homes[0].parents[1]
 
 
 def _major(release: str) -> str:
@@ -195,14 +208,37 @@ def choose(mode: str, cuda: str, python: Path, log: BuildLog) -> Toolkit:
 
 
 def cuobjdump(toolkit: Toolkit, python: Path, log: BuildLog) -> Path:
-    """A cuobjdump to check a build's cubins with: the toolkit's, else one on PATH, else the index
-    toolkit's of the same release (a system toolkit may have nvcc without it, as this host's has)."""
+    """A cuobjdump to check a build's cubins with: the toolkit's, else one on PATH, else the cached
+    index toolkit's of the same release, else its lock's cuobjdump wheel alone (0.3 MB), installed
+    once into the wheel cache (a system toolkit may have nvcc without it, as this host's has)."""
     found = toolkit.home / "bin" / "cuobjdump"
     if found.is_file():
         return found
     if on_path := shutil.which("cuobjdump"):
         return Path(on_path)
-    return index_toolkit(toolkit.release, python, log).home / "bin" / "cuobjdump"
+    lock = lock_file(toolkit.release)
+    if not lock.is_file():
+        raise EnvBuildError(
+            f"no cuobjdump in {toolkit.home}/bin or on PATH to check the build's cubins, and no toolkit lock "
+            f"for CUDA {toolkit.release} ({lock.relative_to(ROOT)}) to take one from: put cuobjdump on PATH"
+        )
+    if (full := _cached(wheel_cache() / "cuda-toolkit" / _lock_key(lock), lock, toolkit.release)) is not None:
+        return full.home / "bin" / "cuobjdump"
+    folder = wheel_cache() / "cuda-toolkit" / f"cuobjdump-{_lock_key(lock)}"
+    found = next(iter(sorted(folder.glob("nvidia/*/bin/cuobjdump"))), None)
+    if found is None or subprocess.run([found, "--version"], capture_output=True).returncode != 0:
+        partial = folder.with_name(folder.name + ".partial")
+        log.say(f"      installing {CUOBJDUMP} from {lock.relative_to(ROOT)} into {folder}")
+        with tempfile.TemporaryDirectory(prefix="cuobjdump-") as tmp:
+            line = Path(tmp) / "cuobjdump.txt"
+            line.write_text(
+                "".join(f"{ln}\n" for ln in lock.read_text().splitlines() if ln.startswith(CUOBJDUMP))
+            )
+            _pip_target(python, lock, line, partial, "cuobjdump", log)
+        shutil.rmtree(folder, ignore_errors=True)
+        partial.rename(folder)
+        found = next(iter(sorted(folder.glob("nvidia/*/bin/cuobjdump"))))
+    return found
 
 
 def library_headers(toolkit: Toolkit, torch_site: str) -> Path | None:

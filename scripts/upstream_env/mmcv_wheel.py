@@ -21,6 +21,9 @@ import time
 import zipfile
 from pathlib import Path
 
+import gpukit.node
+from gpukit.steps import CheckError
+
 from . import EnvBuildError, cuda_toolkit, op_set
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog, children_cpu
@@ -31,22 +34,20 @@ SDIST = f"mmcv-full-{VERSION}.tar.gz"
 SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874"
 RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
 
-PROBE = (
-    "import json, sys, torch; from pathlib import Path; "
-    "print(json.dumps({'py': '%d%d' % sys.version_info[:2], "
-    "'torch': torch.__version__, 'cuda': torch.version.cuda, "
-    "'cuda_available': torch.cuda.is_available(), "
-    "'torch_site': str(Path(torch.__file__).resolve().parents[1])}))"
-)
 # What a CUDA `_ext` must link against: torch's CUDA build and its CUDA runtime (the linker drops
 # libtorch_cuda.so: mmcv uses nothing of it directly).
 CUDA_NEEDED = ("libc10_cuda.so", "libcudart.so.")
 
 
 def probe(python: Path) -> dict:
-    """Python tag, torch version, CUDA facts and torch's site folder of the env's interpreter."""
-    out = subprocess.run([str(python), "-c", PROBE], check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    """Python tag, torch version, CUDA facts and torch's site folder of the env's interpreter (the
+    GPU check kit's probe: one way to ask a python about its torch)."""
+    try:
+        node = gpukit.node.probe(python)
+    except CheckError as exc:
+        raise EnvBuildError(str(exc)) from None
+    return {"py": node["tag"][2:], "torch": node["torch"], "cuda": node["torch_cuda"],
+            "cuda_available": node["cuda_available"], "torch_site": node["torch_site"]}  # fmt: skip
 
 
 def cxx_std(torch_version: str) -> str:
@@ -114,8 +115,8 @@ def check_cached(dest: Path, want: dict) -> None:
         )
 
 
-def _sdist(python: Path, log: BuildLog) -> Path:
-    """The verified mmcv-full sdist from the cache, downloaded once."""
+def sdist(python: Path, log: BuildLog) -> Path:
+    """The verified mmcv-full sdist from the cache, downloaded once (also what a stack kit carries)."""
     dest = wheel_cache() / "sdist"
     path = dest / SDIST
     if not path.exists():
@@ -205,10 +206,10 @@ def ensure_mmcv_wheel(
     ops = ("CUDA + CPU ops" if cuda_ops else "CPU ops") + (", reduced set" if reduced else ", full set")
     log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
     log.say(f"      {eta_line(kind)}")
-    sdist = _sdist(python, log)
+    source = sdist(python, log)
     started, cpu_before = time.monotonic(), children_cpu()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
-        with tarfile.open(sdist) as tar:
+        with tarfile.open(source) as tar:
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / f"mmcv-full-{VERSION}"
         _patch_std(src / "setup.py", std)

@@ -15,6 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
+from overlaytool.atomic_write import write_atomic
 from overlaytool.cache import cache_root
 
 # step -> (seconds measured cold on a 2-core host, whether it is CPU-bound: scales with cores).
@@ -110,8 +111,6 @@ def record(step: str, seconds: float, cpu: float | None = None) -> None:
     path = timings_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(data, indent=1) + "\n")
     except OSError:
         pass

@@ -36,9 +36,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--kit-torchvision", help="stack kit: carry this torchvision (a node without one)")
     ap.add_argument(
-        "--kit-mmcv-wheel",
+        "--kit-toolkit",
         action="store_true",
-        help="stack kit: carry this host's cached mmcv-full wheel (a rehearsal on this host)",
+        help="stack kit: carry the whole CUDA toolkit (nvcc, ~100 MB) for a node without one",
     )
     args = ap.parse_args(argv)
     args.only = [p for p in args.only.split(",") if p]
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             version = versions[0]
             kit = build_stack_kit(out, version, args.cuda, max_part_bytes=args.part_mib * 2**20,
                                   cuda_arch=args.cuda_arch, torchvision=args.kit_torchvision,
-                                  with_mmcv_wheel=args.kit_mmcv_wheel)  # fmt: skip
+                                  toolkit=args.kit_toolkit)  # fmt: skip
             print(f"stack kit: {kit} ({time.monotonic() - started:.0f} s)\n{describe(kit)}", flush=True)
             if kit.is_relative_to(ROOT) and not git_ignored(kit):
                 print(f"  note: git does not ignore {kit}: a lent machine's carry takes ignored folders only")

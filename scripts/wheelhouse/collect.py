@@ -103,11 +103,7 @@ def collect_upstream(python: str, out: Path) -> list[Locked]:
         header("upstream (--no-deps part)", "upstream_env"),
     )
     shutil.copy2(wheel_cache() / "sdist" / SDIST, out / SDIST)
-    for lock in sorted((ROOT / "constraints").glob("cuda-toolkit-*.txt")):  # nvcc for CUDA ops offline
-        run_pip(
-            python, ["download", "-q", "--no-deps", "--require-hashes", "-d", out, "-r", lock], f"{lock.name}"
-        )
-        shutil.copy2(lock, out / "locks" / lock.name)
+    collect_toolkit(python, out)  # nvcc for CUDA ops offline
     (mmcv,) = mmcv_dir.glob("mmcv_full-*.whl")
     facts = {
         "mmcv-full": {"file": mmcv.name, "cache_dir": mmcv_dir.name, "build_info": info},
@@ -116,6 +112,26 @@ def collect_upstream(python: str, out: Path) -> list[Locked]:
     }
     (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
     return entries + nodeps
+
+
+def collect_toolkit(
+    python: str, out: Path, pattern: str = "cuda-toolkit-*.txt", only: str | None = None
+) -> list[str]:
+    """The wheels of the CUDA toolkit locks ``constraints/<pattern>`` (hashes required) into ``out``,
+    each lock into ``out/locks``; ``only``: that package's lines alone. The wheels' file names."""
+    names = []
+    for lock in sorted((ROOT / "constraints").glob(pattern)):
+        with tempfile.TemporaryDirectory(prefix="wheelhouse-toolkit-") as tmp:
+            req, got = Path(tmp) / "req.txt", Path(tmp) / "got"
+            lines = [ln for ln in lock.read_text().splitlines() if only is None or ln.startswith(f"{only}==")]
+            req.write_text("\n".join(lines) + "\n")
+            args = ["download", "-q", "--no-deps", "--require-hashes", "-d", got, "-r", req]
+            run_pip(python, args, f"collecting the wheels of {lock.name}")
+            for wheel in sorted(got.glob("*.whl")):
+                shutil.copy2(wheel, out / wheel.name)
+                names.append(wheel.name)
+        shutil.copy2(lock, out / "locks" / lock.name)
+    return names
 
 
 def lock_files(entries: list[Locked]) -> dict[str, str]:

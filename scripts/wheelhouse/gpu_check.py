@@ -9,11 +9,12 @@ DALI follows that torch's CUDA major unless ``--cuda`` says otherwise). The runn
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
+from gpukit.node import probe
 from gpukit.runner import main as runner_main
+from gpukit.steps import CheckError
 
 from .__main__ import main as wheelhouse_main
 from .kit_sources import ROOT
@@ -26,12 +27,11 @@ def gpu_torch() -> tuple[str, str] | None:
     not guessed from ``nvidia-smi`` on PATH), else None."""
     if not UPSTREAM_PYTHON.exists():
         return None
-    code = "import torch; print(torch.cuda.is_available(), (torch.version.cuda or '').split('.')[0])"
-    proc = subprocess.run([str(UPSTREAM_PYTHON), "-c", code], capture_output=True, text=True)
-    words = proc.stdout.split()
-    if proc.returncode != 0 or len(words) != 2 or words[0] != "True":
+    try:
+        node = probe(UPSTREAM_PYTHON)
+    except CheckError:
         return None
-    return str(UPSTREAM_PYTHON), words[1]
+    return (str(UPSTREAM_PYTHON), node["torch_cuda"].split(".")[0]) if node["cuda_available"] else None
 
 
 def main(argv: list[str] | None = None) -> int:

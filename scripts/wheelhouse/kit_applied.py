@@ -37,7 +37,7 @@ def applied_tree(dest: Path, facts_dest: Path, root: Path = ROOT) -> dict:
     ``facts_dest`` (JSON: pins, apply digests, files -> sha256); returns the facts."""
     from overlaytool.targets import load_targets
     from overlaytool.tree.apply import apply_all
-    from overlaytool.tree.checkout import read_stamp
+    from overlaytool.tree.stamp import read_stamp
 
     targets = load_targets(root)
     apply_all(targets)  # refuses local edits; a no-op when the checkout is current

@@ -6,6 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from upstream_env.node_torch import with_dali
+
 from .kit_sources import ROOT
 from .requirement_locks import Locked, resolve, run_pip, write_lock
 
@@ -14,17 +16,19 @@ CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
 # Wheels a node of any glibc >= 2.17 (manylinux2014) to 2.28 can install.
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",
              "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")  # fmt: skip
-DALI = {12: "nvidia-dali-cuda120", 13: "nvidia-dali-cuda130"}
 
 
 def kit_requirements(cuda: int, dest: Path) -> Path:
     """``requirements/gpu-kit.txt`` with the DALI build of CUDA major ``cuda``, written to ``dest``."""
-    if cuda not in DALI:
-        raise ValueError(f"--cuda {cuda}: DALI wheels exist for CUDA {sorted(DALI)}")
-    text = REQUIREMENTS.read_text().replace(f"{DALI[12]}==", f"{DALI[cuda]}==")
+    text = with_dali(REQUIREMENTS.read_text(), cuda)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     return dest
+
+
+def target(version: str) -> list[str]:
+    """pip's options for wheels of CPython ``version`` on any manylinux x86_64 node."""
+    return ["--python-version", version, *(a for p in PLATFORMS for a in ("--platform", p))]
 
 
 def python_tag(version: str) -> str:
@@ -38,12 +42,11 @@ def collect_kit(python: str, out: Path, versions: list[str], cuda: int) -> dict[
     locks = {}
     for version in versions:
         tag = python_tag(version)
-        target = ["--python-version", version, "--only-binary=:all:"]
-        target += [arg for p in PLATFORMS for arg in ("--platform", p)]
+        wheels = [*target(version), "--only-binary=:all:"]
         what = f"collecting the kit's wheels for Python {version}"
-        run_pip(python, ["download", "-q", "-d", out, *target, "-c", CONSTRAINTS, "-r", req], what)
+        run_pip(python, ["download", "-q", "-d", out, *wheels, "-c", CONSTRAINTS, "-r", req], what)
         with tempfile.TemporaryDirectory(prefix="gpu-kit-target-") as tmp:  # --python-version needs one
-            with_target = [*target, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
+            with_target = [*wheels, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
             entries = resolve(python, out, with_target, f"resolving the kit for Python {version}")
         header = f"The GPU check kit's venv on CPython {version} (DALI for CUDA {cuda}), hash-pinned."
         write_lock(out / "locks" / f"gpu-kit-{tag}.txt", entries, out, header)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -12,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from gpukit.node import clean_pip_env
 from gpukit.parts import sha256  # the one file hash: the kit's, which must run alone on a node
+from upstream_env.node_torch import normalise, requirement_name
 
 from . import WheelhouseError
 
@@ -24,11 +25,6 @@ class Locked:
     name: str
     version: str
     file: str  # the wheel's file name in the wheelhouse
-
-
-def normalise(name: str) -> str:
-    """PEP 503 name: lower case, runs of ``-_.`` as one ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def public_version(version: str) -> str:
@@ -48,9 +44,7 @@ def run_pip(python: str | Path, args: Sequence[object], what: str, env: dict[str
 
 def isolated_env() -> dict[str, str]:
     """This environment without PIP_* settings or pip config: pip sees only what it is told."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
-    return env
+    return clean_pip_env(dict(os.environ))
 
 
 def resolve(python: str | Path, folder: Path, args: Sequence[object], what: str) -> list[Locked]:
@@ -94,10 +88,9 @@ def read_pins(constraints: Path) -> dict[str, str]:
     """normalised name -> version of the ``name==version`` lines of a constraints or requirements file."""
     pins = {}
     for line in constraints.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, _, version = line.partition("==")
-            pins[normalise(name.split("[")[0])] = version.split(";")[0].strip()
+        spec = line.split("#", 1)[0].strip()
+        if "==" in spec and (name := requirement_name(spec)):
+            pins[name] = spec.partition("==")[2].split(";")[0].strip()
     return pins
 
 

@@ -4,8 +4,10 @@ OpenMMLab env on that torch, train, evaluate and benchmark (``gpu_check.py --sta
 Two sibling folders in the wheelhouse: ``gpu-stack-kit/`` (the runner ``gpu_check.py``, ``gpukit/``
 and ``manifest.json``: a few hundred KiB) and ``gpu-stack-parts/bNN/``, the parts in bundles of at
 most ``max_part_bytes`` each, so that each bundle travels on its own (a call of a lent machine, a
-mail). Bundle ``b01`` holds what the node needs first: the sources, the applied tree, the locks, the
-mmcv-full sdist and mmcv's build prerequisites, so mmcv can compile while the other bundles travel.
+mail). The first bundles hold what the node needs first: the sources, the applied tree, the locks, the
+mmcv-full sdist, mmcv's build prerequisites and the toolkit wheels it may need (``nvidia-cuda-cuobjdump``
+always, to check the cubins where the node's toolkit has no cuobjdump; with ``--kit-toolkit`` all of
+the CUDA toolkit's, for a node without nvcc), so mmcv can compile while the other bundles travel.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpukit.parts import FORMAT, MANIFEST, sha256
+from gpukit.parts import FORMAT, MANIFEST
 
 from . import WheelhouseError
-from .collect import SOURCE_BUILT
+from .collect import SOURCE_BUILT, collect_toolkit
 from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
 from .kit_folder import MiB, install_runner, split
 from .kit_sources import ROOT, source_archive
 from .kit_wheels import python_tag
 from .requirement_locks import normalise
-from .stack_wheels import EARLY, collect_stack
+from .stack_wheels import collect_stack, early_names
 
 KIT, PARTS = "gpu-stack-kit", "gpu-stack-parts"
 STACK_SOURCE = "streampetr-dali-stack-src.tar.gz"
@@ -36,78 +38,62 @@ STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constr
                  "tests/float_tolerance.py")  # fmt: skip
 
 
-def mmcv_sdist(python: str, log) -> Path:
-    """The pinned mmcv-full sdist from the wheel cache (downloaded once), its sha256 checked."""
-    from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, VERSION
-    from upstream_env.paths import wheel_cache
-
-    path = wheel_cache() / "sdist" / SDIST
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log.run([python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", path.parent,
-                 f"mmcv-full=={VERSION}"], what="downloading the mmcv-full sdist")  # fmt: skip
-    if sha256(path) != SDIST_SHA256:
-        raise WheelhouseError(f"{path}: sha256 differs from the pinned {SDIST_SHA256}; delete it and rerun")
-    return path
-
-
-def source_built(out: Path, python: str, with_mmcv_wheel: bool) -> dict:
-    """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``;
-    with ``with_mmcv_wheel`` also the cached mmcv-full wheel of the OpenMMLab env here (a rehearsal:
-    the node is this host)."""
-    from upstream_env.build import read_stamp
-    from upstream_env.mmcv_wheel import ensure_mmcv_wheel
+def source_built(out: Path, python: str) -> dict:
+    """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
+    (no mmcv-full wheel: the node compiles it)."""
+    from upstream_env import EnvBuildError
+    from upstream_env.mmcv_wheel import sdist as mmcv_sdist
     from upstream_env.mmdet3d_wheel import ensure_mmdet3d_wheel
-    from upstream_env.paths import ENV_DIR, LOG_FILE, env_python
+    from upstream_env.paths import LOG_FILE
     from upstream_env.runlog import BuildLog
 
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
-        sdist = mmcv_sdist(python, log)
+        sdist = mmcv_sdist(Path(python), log)
         mmdet3d_dir = ensure_mmdet3d_wheel(Path(python), log)
-        facts: dict = {"mmcv-full": None, "sdist": sdist.name}
-        if with_mmcv_wheel:
-            stamp = read_stamp(ENV_DIR) or {}
-            mmcv_dir = ensure_mmcv_wheel(
-                env_python(ENV_DIR), log, stamp.get("cuda"), bool(stamp.get("full_ops"))
-            )
-            (mmcv,) = mmcv_dir.glob("mmcv_full-*.whl")
-            shutil.copy2(mmcv, out / mmcv.name)
-            info = json.loads((mmcv_dir / "build-info.json").read_text())
-            facts["mmcv-full"] = {"file": mmcv.name, "cache_dir": mmcv_dir.name, "build_info": info}
+    except EnvBuildError as exc:
+        raise WheelhouseError(str(exc)) from None
     finally:
         log.close()
     (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
     shutil.copy2(mmdet3d, out / mmdet3d.name)
     shutil.copy2(sdist, out / sdist.name)
-    facts["mmdet3d"] = {"file": mmdet3d.name, "cache_dir": mmdet3d_dir.name}
+    mmdet3d_facts = {"file": mmdet3d.name, "cache_dir": mmdet3d_dir.name}
+    facts = {"mmcv-full": None, "sdist": sdist.name, "mmdet3d": mmdet3d_facts}
     (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
     return facts
 
 
-def bundle(entries: list[dict], early: set[str], max_bytes: int) -> None:
+def bundle(entries: list[dict], early: set[str], max_bytes: int) -> int:
     """Give every part a ``bundle`` (``b01``, ``b02``, ...) of at most ``max_bytes``: the parts of the
-    ``early`` files in ``b01``, then the others, largest first, each into the first bundle it fits."""
-    sizes = [0]
-    for part in (p for e in entries if e["name"] in early for p in e["parts"]):
-        part["bundle"], sizes[0] = "b01", sizes[0] + part["size"]
-    if sizes[0] > max_bytes:
-        raise WheelhouseError(f"the files mmcv's build needs first take {sizes[0]} bytes, over one bundle")
-    rest = [p for e in entries if e["name"] not in early for p in e["parts"]]
-    for part in sorted(rest, key=lambda p: -p["size"]):
-        i = next((i for i, size in enumerate(sizes) if size + part["size"] <= max_bytes), len(sizes))
-        sizes += [0] if i == len(sizes) else []
-        part["bundle"], sizes[i] = f"b{i + 1:02d}", sizes[i] + part["size"]
+    ``early`` files first, largest first, each into the first bundle it fits, then the others the
+    same way (filling what the early bundles left). Returns how many bundles hold early parts."""
+    sizes: list[int] = []
+
+    def place(parts: list[dict]) -> None:
+        for part in sorted(parts, key=lambda p: -p["size"]):
+            i = next((i for i, size in enumerate(sizes) if size + part["size"] <= max_bytes), len(sizes))
+            sizes.extend([0] if i == len(sizes) else [])
+            part["bundle"], sizes[i] = f"b{i + 1:02d}", sizes[i] + part["size"]
+
+    place([p for e in entries if e["name"] in early for p in e["parts"]])
+    first = len(sizes)
+    place([p for e in entries if e["name"] not in early for p in e["parts"]])
+    return first
 
 
 def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int = 60 * MiB,
                     cuda_arch: str = "9.0", torchvision: str | None = None,
-                    with_mmcv_wheel: bool = False) -> Path:  # fmt: skip
-    """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring."""
+                    toolkit: bool = False) -> Path:  # fmt: skip
+    """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring. ``toolkit``: carry
+    every wheel of the CUDA toolkit's lock (a node without nvcc), not only its cuobjdump."""
+    from upstream_env.cuda_toolkit import CUOBJDUMP
+
     python = sys.executable
     tag = python_tag(version)
     locks = collect_stack(python, out, version, cuda, torchvision)
-    facts = source_built(out, python, with_mmcv_wheel)
+    facts = source_built(out, python)
+    toolkit_files = collect_toolkit(python, out, f"cuda-toolkit-{cuda}.*.txt", None if toolkit else CUOBJDUMP)
     kit, parts_root = out / KIT, out / PARTS
     for folder in (kit, parts_root):
         shutil.rmtree(folder, ignore_errors=True)
@@ -116,16 +102,17 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
     sources = source_archive(kit.parent / STACK_SOURCE, sources=STACK_SOURCES)
     tree = applied_tree(out / APPLIED_ARCHIVE, out / APPLIED_FACTS)
     wheels = sorted({e.file for group in locks.values() for e in group})
-    extra = [facts["sdist"], facts["mmdet3d"]["file"]]
-    extra += [facts["mmcv-full"]["file"]] if facts["mmcv-full"] else []
-    lock_names = [f"gpu-stack-{tag}.txt", f"gpu-stack-nodeps-{tag}.txt",
-                  f"gpu-stack-requirements-cu{cuda}.txt", SOURCE_BUILT]  # fmt: skip
+    extra = [facts["sdist"], facts["mmdet3d"]["file"], *toolkit_files]
+    lock_names = [f"gpu-stack-{tag}.txt", f"gpu-stack-nodeps-{tag}.txt", SOURCE_BUILT,
+                  f"gpu-stack-requirements-cu{cuda}.txt", f"gpu-stack-constraints-cu{cuda}.txt"]  # fmt: skip
     files = [out / w for w in wheels + extra] + [out / "locks" / n for n in lock_names]
     files += [sources, out / APPLIED_ARCHIVE, out / APPLIED_FACTS]
     entries = [split(f, staging, max_part_bytes) for f in files]
-    early_wheels = {e.file for e in locks["lock"] if normalise(e.name) in EARLY}
+    # what `upstream_env mmcv-wheel` needs: its prerequisites, torchvision for a node without one
+    needed_early = early_names() | {"torchvision"}
+    early_wheels = {e.file for group in locks.values() for e in group if normalise(e.name) in needed_early}
     early = {e["name"] for e in entries if not e["name"].endswith(".whl")} | early_wheels | set(extra)
-    bundle(entries, early, max_part_bytes)
+    early_bundles = bundle(entries, early, max_part_bytes)
     for entry in entries:
         for part in entry["parts"]:
             (parts_root / part["bundle"]).mkdir(exist_ok=True)
@@ -137,7 +124,7 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
         "parts_beside": True, "locks": {tag: lock_names[0]}, "source": sources.name, "files": entries,
         "stack": {"python": tag, "nodeps": lock_names[1], "source_built": SOURCE_BUILT,
                   "applied": APPLIED_ARCHIVE, "applied_facts": APPLIED_FACTS, "early": sorted(early),
-                  "cuda_arch": cuda_arch, "pins": tree["pins"]},
+                  "early_bundles": early_bundles, "cuda_arch": cuda_arch, "pins": tree["pins"]},
     }  # fmt: skip
     kit.mkdir(parents=True, exist_ok=True)
     (kit / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -146,13 +133,18 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
 
 
 def describe(kit: Path) -> str:
-    """One line per bundle (its size) and the total, for the console and the docs."""
+    """One line per bundle (its size; the first ones: what mmcv's compile needs) and the total."""
     manifest = json.loads((kit / MANIFEST).read_text())
     sizes: dict[str, int] = {}
     for entry in manifest["files"]:
         for part in entry["parts"]:
             sizes[part["bundle"]] = sizes.get(part["bundle"], 0) + part["size"]
-    lines = [f"  {name}: {size / MiB:.1f} MiB" for name, size in sorted(sizes.items())]
+    early = manifest["stack"]["early_bundles"]
+    lines = [
+        f"  {name}: {size / MiB:.1f} MiB"
+        + ("  (mmcv's compile can start once these are there)" * (i == early))
+        for i, (name, size) in enumerate(sorted(sizes.items()), start=1)
+    ]
     total = sum(sizes.values())
     return "\n".join([*lines, f"  {len(sizes)} bundles, {total / MiB:.0f} MiB"])
 

@@ -1,11 +1,13 @@
 """The stack kit's wheels: the OpenMMLab env for a node that brings its own CUDA torch, for one Python.
 
-What the node has is not carried: its torch and torchvision (and with them every CUDA library torch
-needs). What it lacks is: every other package of ``requirements/upstream.txt`` at the versions of
-``constraints/upstream.txt`` (DALI for the node's CUDA major), mmcv-full's own requirements (mmcv is
-compiled there from its sdist against the node's torch), and, installed without dependencies as the
-env builder does, ``lyft_dataset_sdk`` and the mmdet3d wheel of the pin. Packages that exist only as
-sdists are built here into wheels; only pure ones (``py3-none-any``) may serve another Python.
+Exactly what ``upstream_env build --torch-from`` installs there (``upstream_env.node_torch``): the
+node's torch and torchvision are not carried (nor the CUDA libraries torch brings); every other
+package of its requirement file is (DALI for the node's CUDA major, mmcv-full's own requirements
+but ``opencv-python``: mmcv is compiled there from its sdist and installed ``--no-deps``), at the
+versions of its constraints (``constraints/upstream.txt`` without torch's lines), and, installed
+without dependencies as the env builder does, ``lyft_dataset_sdk`` and the mmdet3d wheel of the
+pin. Packages that exist only as sdists are built here into wheels; only pure ones
+(``py3-none-any``) may serve another Python.
 """
 
 from __future__ import annotations
@@ -17,38 +19,34 @@ from pathlib import Path
 
 from . import WheelhouseError
 from .collect import ROOT
-from .kit_wheels import DALI, PLATFORMS, python_tag
+from .kit_wheels import python_tag, target
 from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
 REQUIREMENTS = ROOT / "requirements" / "upstream.txt"
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 NODE_PROVIDES = ("torch", "torchvision")  # the node's own, with the CUDA libraries torch brings
-BUILT_ON_NODE = ("mmcv-full",)  # compiled there against the node's torch, from the carried sdist
-# mmcv-full 1.6.0's install_requires (its setup.py) beside numpy and Pillow, which the file pins already
-MMCV_RUNTIME = ("addict", "packaging", "pyyaml", "yapf", "opencv-python")
 PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
-# What mmcv's setup.py needs beside torch (installed with --no-deps): the first bundle carries them
-EARLY = ("numpy", "setuptools", "wheel", "ninja", "packaging")
 
 
-def stack_requirements(cuda: int, dest: Path) -> Path:
-    """``requirements/upstream.txt`` without what the node provides or builds, plus mmcv's own needs,
-    with the DALI build of CUDA major ``cuda``; written to ``dest``."""
-    keep = []
-    for line in REQUIREMENTS.read_text().splitlines():
-        spec = line.split("#", 1)[0].strip()
-        if spec and normalise(spec.split("==")[0].split("[")[0]) in NODE_PROVIDES + BUILT_ON_NODE:
-            continue
-        keep.append(line.replace(f"{DALI[12]}==", f"{DALI[cuda]}=="))
+def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
+    """The requirement and constraint files ``upstream_env build --torch-from`` installs on a node
+    whose torch is built for CUDA major ``cuda``, written beside ``dest`` (``dest``: the requirements)."""
+    from upstream_env.node_torch import node_requirements, without_node_torch
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text("\n".join([*keep, "# mmcv-full's own requirements (it is compiled on the node)",
-                               *MMCV_RUNTIME]) + "\n")  # fmt: skip
-    return dest
+    dest.write_text(node_requirements(REQUIREMENTS.read_text(), cuda))
+    constraints = dest.with_name(dest.name.replace("requirements", "constraints"))
+    constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
+    return dest, constraints
 
 
-def target(version: str) -> list[str]:
-    """pip's options for wheels of CPython ``version`` on any manylinux x86_64 node."""
-    return ["--python-version", version, *(a for p in PLATFORMS for a in ("--platform", p))]
+def early_names() -> set[str]:
+    """What ``upstream_env mmcv-wheel --torch-from`` installs before it compiles: the build
+    prerequisites beside torch, with wheel's dependency ``packaging`` (the first bundles carry them)."""
+    from upstream_env.build import BUILD_PREREQS
+    from upstream_env.node_torch import NODE_TORCH
+
+    return {normalise(p) for p in BUILD_PREREQS if p not in NODE_TORCH} | {"packaging"}
 
 
 def resolve_here(python: str, args: list[object], what: str) -> list[tuple[str, str]]:
@@ -85,15 +83,15 @@ def collect_stack(python: str, out: Path, version: str, cuda: int, torchvision: 
     from upstream_env.build import NO_DEPS
 
     tag = python_tag(version)
-    req = stack_requirements(cuda, out / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")
-    pins = resolve_here(python, ["-c", CONSTRAINTS, "-r", req], "resolving the stack kit's packages")
+    req, con = stack_requirements(cuda, out / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")
+    pins = resolve_here(python, ["-c", con, "-r", req], "resolving the stack kit's packages")
     fetch_for(python, out, version, pins, f"collecting the stack kit's wheels for Python {version}")
     nodeps = [(n, read_pins(CONSTRAINTS)[normalise(n)]) for n in NO_DEPS]
     nodeps += [("torchvision", torchvision)] if torchvision else []
     fetch_for(python, out, version, nodeps, "collecting the stack kit's --no-deps wheels")
     with tempfile.TemporaryDirectory(prefix="stack-target-") as tmp:  # --python-version needs a target
         opts = [*target(version), "--only-binary=:all:", "--target", tmp]
-        lock = resolve(python, out, [*opts, "-c", CONSTRAINTS, "-r", req], f"resolving the stack for {tag}")
+        lock = resolve(python, out, [*opts, "-c", con, "-r", req], f"resolving the stack for {tag}")
         names = [f"{n}=={v}" for n, v in nodeps]
         free = resolve(python, out, [*opts, "--no-deps", *names], f"resolving the --no-deps wheels for {tag}")
     node_own = [e for e in free if normalise(e.name) in NODE_PROVIDES]  # the node's version, not the pin

@@ -24,7 +24,7 @@ def upstream() -> None:
 
 def test_every_config_of_the_pin_has_a_test_path_the_loader_reads(upstream, synthetic_dataset: Path) -> None:
     from dali_streampetr.config.reader import loader_config_from
-    from dali_streampetr.config.settings import TEST
+    from dali_streampetr.settings import TEST
     from equivalence.configs import upstream_configs
     from equivalence.eval_split import load_test_config
     from equivalence.original import streampetr_target

@@ -63,7 +63,7 @@ def partly_unlabelled(synthetic_dataset: Path, tmp_path_factory) -> Path:
 
 def test_every_training_config_of_the_pin_selects_its_mode(upstream, synthetic_dataset) -> None:
     from dali_streampetr.config.reader import loader_config_from
-    from dali_streampetr.config.settings import UnsupportedConfigError
+    from dali_streampetr.settings import UnsupportedConfigError
     from equivalence.configs import upstream_configs
     from equivalence.original import load_config, streampetr_target
 
@@ -188,8 +188,8 @@ def test_epoch_based_configs_need_a_process_group(upstream, synthetic_dataset) -
     refused by name before anything is built; streaming configs are unaffected."""
     import torch.distributed as dist
     from dali_streampetr.config.reader import loader_config_from
-    from dali_streampetr.config.settings import UnsupportedConfigError
     from dali_streampetr.runner.dataloader import require_distributed_for
+    from dali_streampetr.settings import UnsupportedConfigError
     from equivalence.original import load_config
 
     def mode(name: str):

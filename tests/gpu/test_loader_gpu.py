@@ -46,9 +46,9 @@ def torch_cuda():
 
 
 def loader(root: Path, device: str, device_id: int | None, image_path: str = "exact"):
-    from dali_streampetr.config.settings import LoaderConfig
     from dali_streampetr.loader import DaliStreamLoader
     from dali_streampetr.sampling.modes import Streaming
+    from dali_streampetr.settings import LoaderConfig
 
     cfg = LoaderConfig(
         device=device,
@@ -99,9 +99,9 @@ def test_mixed_decoding_matches_cpu_decoding(synthetic_dataset: Path, cpu_batche
 def test_the_test_loader_with_mixed_decoding_matches_its_cpu_graph(
     synthetic_dataset: Path, torch_cuda
 ) -> None:
-    from dali_streampetr.config.settings import LoaderConfig
     from dali_streampetr.loader import DaliStreamLoader
     from dali_streampetr.sampling.modes import EvalPass
+    from dali_streampetr.settings import LoaderConfig
 
     torch = torch_cuda
     val = synthetic_dataset / "nuscenes2d_temporal_infos_val.pkl"

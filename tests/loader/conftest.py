@@ -1,11 +1,17 @@
-"""Fixtures of the loader tests: the tiny data set of `loader_data`."""
+"""Fixtures of the loader tests: the tiny data set of `loader_data`. The helper modules beside this
+file (`loader_data`, `upstream_like`, `box_match`, `bit_for_bit`, `image_reference`) are put on the
+path for the tests in the folders below, which mirror the loader's wings."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-from loader_data import make_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loader_data import make_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -214,3 +214,12 @@ def write_eval_infos(root: Path, drop: int = 1) -> Path:
     path = root / "nuscenes2d_temporal_infos_val.pkl"
     path.write_bytes(pickle.dumps({"infos": infos, "metadata": data["metadata"]}))
     return path
+
+
+def own_infos(root: Path, tmp_path: Path) -> Path:
+    """A copy of the tiny info file with content of its own (a frame-store key no other test shares)."""
+    data = pickle.loads((root / "nuscenes2d_temporal_infos_train.pkl").read_bytes())
+    data["metadata"] = {"version": "v1.0-mini", "copy": str(tmp_path)}
+    path = tmp_path / "infos.pkl"
+    path.write_bytes(pickle.dumps(data))
+    return path

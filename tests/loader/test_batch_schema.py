@@ -7,8 +7,8 @@ import pytest
 import torch
 from dali_streampetr import batch_schema as schema
 from dali_streampetr.batch_schema import BATCH, LIST_KEYS, STACKED_KEYS, batch_problems, batch_sizes
-from dali_streampetr.config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING
 from dali_streampetr.loader import build_loader
+from dali_streampetr.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING
 from loader_data import tiny_config
 
 

@@ -12,21 +12,30 @@ import pytest
 from gpukit.parts import FORMAT, manifest_problem, part_path, parts_root, sha256
 from gpukit.stack import run_stack, verify_applied
 from gpukit.steps import CheckError, Steps
-from wheelhouse import WheelhouseError
-from wheelhouse.requirement_locks import normalise, read_pins
+from upstream_env.node_torch import MMCV_RUNTIME, requirement_name
+from wheelhouse.requirement_locks import read_pins
 from wheelhouse.stack_kit import bundle
-from wheelhouse.stack_wheels import MMCV_RUNTIME, stack_requirements
+from wheelhouse.stack_wheels import early_names, stack_requirements
 
 MiB = 2**20
 
 
-def test_the_stack_requirements_leave_the_nodes_torch_and_mmcv_to_the_node(tmp_path: Path) -> None:
-    pins = read_pins(stack_requirements(13, tmp_path / "req.txt"))
+def test_the_stack_requirements_are_what_the_nodes_env_build_installs(tmp_path: Path) -> None:
+    """The kit resolves the files `upstream_env build --torch-from` installs on the node: no torch,
+    no mmcv-full (compiled there, installed --no-deps) and so no opencv-python, mmcv's other needs,
+    DALI of the node's CUDA major, the constraints without torch's lines."""
+    req, con = stack_requirements(13, tmp_path / "gpu-stack-requirements-cu13.txt")
+    pins = read_pins(req)
     assert not {"torch", "torchvision", "mmcv-full"} & set(pins)
     assert pins["nvidia-dali-cuda130"] == "2.4.0" and "nvidia-dali-cuda120" not in pins
-    lines = {normalise(ln.strip()) for ln in (tmp_path / "req.txt").read_text().splitlines()}
-    assert {normalise(n) for n in MMCV_RUNTIME} <= lines  # mmcv is compiled there: its needs come along
-    assert read_pins(stack_requirements(12, tmp_path / "req12.txt"))["nvidia-dali-cuda120"] == "2.4.0"
+    names = {requirement_name(line) for line in req.read_text().splitlines()}
+    assert set(MMCV_RUNTIME) <= names and "opencv-python" not in names and "opencv-python-headless" in names
+    assert con.name == "gpu-stack-constraints-cu13.txt"
+    constraints = read_pins(con)
+    assert "torch" not in constraints and "nvidia-cublas" not in constraints and "numpy" in constraints
+    req12, _ = stack_requirements(12, tmp_path / "req12.txt")
+    assert read_pins(req12)["nvidia-dali-cuda120"] == "2.4.0"
+    assert early_names() == {"numpy", "setuptools", "wheel", "ninja", "packaging"}
 
 
 def entry(name: str, *sizes: int) -> dict:
@@ -36,17 +45,32 @@ def entry(name: str, *sizes: int) -> dict:
 def test_bundles_hold_the_early_files_first_and_never_exceed_the_limit() -> None:
     entries = [entry("dali.whl", 60 * MiB, 60 * MiB, 10 * MiB), entry("numpy.whl", 18 * MiB),
                entry("src.tar.gz", 1 * MiB), entry("scipy.whl", 34 * MiB), entry("six.whl", 1)]  # fmt: skip
-    bundle(entries, {"numpy.whl", "src.tar.gz"}, 60 * MiB)
+    assert bundle(entries, {"numpy.whl", "src.tar.gz"}, 60 * MiB) == 1
     where = {p["name"]: p["bundle"] for e in entries for p in e["parts"]}
     assert where["numpy.whl.000"] == where["src.tar.gz.000"] == "b01"
+    assert max(bundle_sizes(entries).values()) <= 60 * MiB and len(bundle_sizes(entries)) == 4
+    assert where["scipy.whl.000"] == "b01" and where["six.whl.000"] == "b01"  # 60 + 60 + (34+19+1) + 10
+
+
+def test_early_files_over_one_bundle_take_the_first_bundles() -> None:
+    """With the toolkit carried (`--kit-toolkit`: nvvm 59 MiB, nvcc 36 MiB) what mmcv's compile needs
+    spans bundles: they come first, so the compile starts once those have travelled."""
+    entries = [entry("nvvm.whl", 59 * MiB), entry("nvcc.whl", 36 * MiB), entry("numpy.whl", 18 * MiB),
+               entry("dali.whl", 60 * MiB, 60 * MiB), entry("six.whl", 1 * MiB)]  # fmt: skip
+    assert bundle(entries, {"nvvm.whl", "nvcc.whl", "numpy.whl"}, 60 * MiB) == 2
+    where = {p["name"]: p["bundle"] for e in entries for p in e["parts"]}
+    assert {where["nvvm.whl.000"], where["nvcc.whl.000"], where["numpy.whl.000"]} == {"b01", "b02"}
+    assert where["dali.whl.000"] == "b03" and where["dali.whl.001"] == "b04"
+    assert where["six.whl.000"] in ("b01", "b02"), "later files fill what the early bundles left"
+    assert max(bundle_sizes(entries).values()) <= 60 * MiB
+
+
+def bundle_sizes(entries: list[dict]) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for e in entries:
         for p in e["parts"]:
             sizes[p["bundle"]] = sizes.get(p["bundle"], 0) + p["size"]
-    assert max(sizes.values()) <= 60 * MiB and len(sizes) == 4  # 60 + 60 + (34 + 19 + 1 in b01) + 10
-    assert where["scipy.whl.000"] == "b01" and where["six.whl.000"] == "b01"
-    with pytest.raises(WheelhouseError, match="over one bundle"):
-        bundle([entry("a.whl", 40 * MiB), entry("b.whl", 30 * MiB)], {"a.whl", "b.whl"}, 60 * MiB)
+    return sizes
 
 
 def test_bundled_parts_are_found_beside_the_kit_and_a_bad_bundle_name_is_refused(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def test_gpu_check_runs_its_cpu_half_from_the_parts(wheelhouse: Path, scratch) -
     import torch
 
     torch_site = str(Path(torch.__file__).resolve().parents[1])
-    (pth,) = (work / "venv").glob("lib/python*/site-packages/_gpu_check_node_torch.pth")
+    (pth,) = (work / "venv").glob("lib/python*/site-packages/_node_torch.pth")
     assert pth.read_text().strip() == torch_site  # the node's torch, not a copy
     assert not list((work / "venv").glob("lib/python*/site-packages/torch"))
     bench = json.loads((work / "results" / "bench-gpu.json").read_text())

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from ..batch_schema import GEOMETRY_KEYS, META_FIELDS, PER_CAMERA_KEYS, PER_FRAME_KEYS
-from ..config.settings import LoaderConfig
 from ..frames.records import Frame
+from ..settings import LoaderConfig
 from .wire import read_record, read_rows
 
 

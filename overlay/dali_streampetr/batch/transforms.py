@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ..config.settings import LoaderConfig
 from ..frames.records import Frame
+from ..settings import LoaderConfig
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,3 @@
-"""The loader's settings: what they are and which values they may take (:mod:`.settings`), and a
-StreamPETR config read once into them for a split (:mod:`.reader`), with its sampling mode and the
-check of the split's transform steps (:mod:`.steps`)."""
+"""A StreamPETR config read once into the loader's settings (:mod:`..settings`) for a split
+(:mod:`.reader`), with the split's sampling mode (:mod:`..sampling.modes`) and the check of its
+transform steps (:mod:`.steps`): above the wings whose parts it picks, below the loader that calls it."""

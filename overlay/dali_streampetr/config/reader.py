@@ -1,4 +1,4 @@
-"""A StreamPETR config (plain dict or mmcv ``Config``) read into a :class:`~.settings.LoaderConfig`
+"""A StreamPETR config (plain dict or mmcv ``Config``) read into a :class:`~..settings.LoaderConfig`
 for one split: ``train`` (``data.train``) or a test split, ``test`` (``tools/test.py``) or ``val``
 (the evaluation hook of ``--validate``). The split decides which keys are read (:class:`Split`:
 ``SPLITS``) and which sampling mode applies (:mod:`..sampling.modes`); every value the loader does
@@ -19,7 +19,7 @@ from typing import Any
 from ..batch_schema import STACKED_KEYS
 from ..sampling.eval_shards import checked_sharding
 from ..sampling.modes import EvalPass, Queues, Streaming
-from .settings import (
+from ..settings import (
     DALI_KNOBS,
     DATASET_TYPE,
     EPOCH_RUNNER,
@@ -334,8 +334,8 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     the ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu``
     and ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the
     real rank). ``overrides`` win over all of them.
-    Raises :class:`~.settings.ConfigValueError` (or its subclass
-    :class:`~.settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
+    Raises :class:`~..settings.ConfigValueError` (or its subclass
+    :class:`~..settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     spec = SPLITS[split]
@@ -368,7 +368,7 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
         _check_dataset(part, values, kwargs.get("class_names", NUSCENES_CLASSES), spec)
         top = {"runner": _get(cfg, "runner"), "test_sharding": test_sharding}  # the modes' top-level keys
         kwargs["mode"] = spec.mode(split, data, part, values, top)
-    result = LoaderConfig(**kwargs)  # checks every value (config/settings.py)
+    result = LoaderConfig(**kwargs)  # checks every value (settings.py)
     if steps is not None:
         check_steps(steps, spec.steps, f"data.{split}.pipeline", result)
     elif spec.steps_required:

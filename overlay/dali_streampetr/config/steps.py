@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..batch_schema import COLLECT3D_KEYS, COLLECT3D_META_KEYS, GEOMETRY_KEYS, TEST_META_KEYS
-from .settings import GRST_KEYS, IDA_KEYS, LoaderConfig, refuse
+from ..settings import GRST_KEYS, IDA_KEYS, LoaderConfig, refuse
 
 
 @dataclass(frozen=True)

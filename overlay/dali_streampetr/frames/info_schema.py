@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InfoSchemaError
+
 SAMPLE_KEYS = (
     "token",
     "sweeps",
@@ -35,10 +37,6 @@ SAMPLE_KEYS = (
 CAM_KEYS = ("timestamp", "data_path", "sensor2lidar_rotation", "sensor2lidar_translation", "cam_intrinsic")
 PER_CAM_2D = {"bboxes2d": 4, "centers2d": 2, "labels2d": 0, "depths": 0}  # key -> columns (0: 1-D)
 MAX_LISTED = 20
-
-
-class InfoSchemaError(ValueError):
-    """The info pickle does not have the shape StreamPETR's training dataset reads."""
 
 
 def describe(value: Any) -> str:

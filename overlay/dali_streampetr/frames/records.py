@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .info_schema import InfoSchemaError, validate_infos
+from .errors import InfoSchemaError
+from .info_schema import validate_infos
 from .unpickle import read_pickle_file
 
 

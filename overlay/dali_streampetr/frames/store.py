@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from .columns import KEEPS_EMPTY_SHAPE, REGULAR, SHARED
-from .info_schema import InfoSchemaError
+from .errors import InfoSchemaError, StoreDamaged, StoreUntrusted, StoreUnwritable
 from .records import Frame, frame_records, read_infos
-from .store_file import StoreDamaged, StoreUntrusted, check_folder, open_store
+from .store_file import check_folder, open_store
 
 STORE_FORMAT = 2  # 2: the digest covers the header; checked layout
 FOLDER_ENV = "STREAMPETR_DALI_FRAME_STORES"
@@ -55,10 +55,6 @@ CODE = (
 )  # fmt: skip
 RESULT_TAG = "FRAME-STORE "  # the builder's last stdout line: this tag, then its result as JSON
 logger = logging.getLogger("dali_streampetr")
-
-
-class StoreUnwritable(OSError):
-    """The store folder cannot be written (the loader then keeps the frames in its own process)."""
 
 
 def store_folder() -> Path:

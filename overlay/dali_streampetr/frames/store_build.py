@@ -23,13 +23,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .errors import InfoFileChanged, InfoSchemaError, StoreDamaged, StoreUntrusted
 from .info_columns import info_columns
-from .info_schema import InfoSchemaError
 from .records import load_info_file
 from .store import RESULT_TAG
 from .store_file import (
-    StoreDamaged,
-    StoreUntrusted,
     check_folder,
     check_owner,
     open_private,
@@ -98,10 +96,6 @@ def _lock(path: Path) -> int:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
-
-
-class InfoFileChanged(RuntimeError):
-    """The info file's content is not the one its store key was made of (it changed meanwhile)."""
 
 
 def build_store(ann_file: Path, class_names: Sequence[str], trusted: bool, path: Path, key: dict) -> dict:

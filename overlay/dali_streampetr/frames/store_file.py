@@ -28,6 +28,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .errors import StoreDamaged, StoreUntrusted
+
 MAGIC = b"SPDALI-FRAMES-2\n"
 ALIGN = 4096
 CHUNK = 1 << 22
@@ -39,14 +41,6 @@ MAX_NDIM = 8
 SHARED_ENV = "STREAMPETR_DALI_FRAME_STORES_SHARED"
 HEADER_FIELDS = frozenset({"key", "meta", "arrays", "data_bytes"})
 ENTRY_FIELDS = frozenset({"dtype", "shape", "offset"})
-
-
-class StoreDamaged(ValueError):
-    """A store file that cannot be trusted (truncated, corrupt, or written for another key)."""
-
-
-class StoreUntrusted(RuntimeError):
-    """A store folder or file another user could have written (or a link where a file belongs)."""
 
 
 def declared_shared() -> bool:

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .errors import UnsafePickleError
+
 # (module, name) pairs an info pickle may reference: numpy 1.x and 2.x spellings, protocol 0-5.
 SAFE_GLOBALS = frozenset(
     {
@@ -40,10 +42,6 @@ SAFE_GLOBALS = frozenset(
 
 
 BUFFER = 1 << 20
-
-
-class UnsafePickleError(pickle.UnpicklingError):
-    """The pickle references a global outside :data:`SAFE_GLOBALS`."""
 
 
 class RestrictedUnpickler(pickle.Unpickler):

@@ -1,7 +1,17 @@
-"""The loader's own faults: what stops the DALI pipeline from delivering a batch (each message
-names the stage, the setting and what to try). After any of them the next ``next()`` rebuilds."""
+"""The errors of the DALI pipeline, each raised with a message that names the sample, camera and path
+or the stage, the setting and what to try. After any of them the next ``next()`` rebuilds.
+
+- The loader's own faults (:class:`LoaderFaultError`): what stops the pipeline from delivering a
+  batch, a dead or stalled worker, a build that does not finish (:mod:`.watchdog`, :mod:`.graph`).
+- A bad camera image (:class:`BadImageError`): unreadable or of another size (:mod:`.source`),
+  undecodable, or too many of them under ``on_bad_image='skip'`` (:mod:`.failures`).
+- :class:`AssemblyError`: the batch assembly failed on the watchdog's thread; the loader raises what
+  it carries.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class LoaderFaultError(RuntimeError):
@@ -18,3 +28,31 @@ class PipelineStalledError(LoaderFaultError):
 
 class PipelineStartError(LoaderFaultError):
     """No pipeline (its workers did not start) within ``data_loading_config.start_timeout_s``."""
+
+
+class BadImageError(RuntimeError):
+    """A camera image that cannot be read or decoded."""
+
+
+class ImageSizeError(BadImageError):
+    """The cameras of one sample have different resolutions (upstream's ``np.stack`` refuses them)."""
+
+
+class UndecodableImageError(BadImageError):
+    """The decoder failed on these files (``paths``), which PIL cannot decode either."""
+
+    def __init__(self, message: str, paths: Sequence[str]) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
+
+
+class TooManyBadImagesError(BadImageError):
+    """``on_bad_image='skip'`` met more distinct bad files than ``max_bad_images``."""
+
+
+class AssemblyError(RuntimeError):
+    """Turning the pipeline's outputs into a batch failed (``error`` is what was raised)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error

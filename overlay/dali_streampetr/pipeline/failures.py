@@ -17,19 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..frames.records import Frame
-from .errors import LoaderFaultError
-from .source import BadImageError, ImageSizeError
+from .errors import (
+    BadImageError,
+    ImageSizeError,
+    LoaderFaultError,
+    TooManyBadImagesError,
+    UndecodableImageError,
+)
 
 # Our errors raised inside a DALI python worker reach the main process as text.
 _WORKER_ERROR = re.compile(r"(BadImageError|ImageSizeError): (.+)")
-
-
-class UndecodableImageError(BadImageError):
-    """The decoder failed on these files (``paths``), which PIL cannot decode either."""
-
-    def __init__(self, message: str, paths: Sequence[str]) -> None:
-        super().__init__(message)
-        self.paths = tuple(paths)
 
 
 def worker_error(exc: BaseException) -> BadImageError | None:
@@ -84,10 +81,6 @@ def diagnose(exc: Exception, frames: Sequence[Frame], planned: Iterable[int], it
 
 
 ANNOTATIONS_2D = ("gt_bboxes", "gt_labels", "centers2d", "depths")
-
-
-class TooManyBadImagesError(BadImageError):
-    """``on_bad_image='skip'`` met more distinct bad files than ``max_bad_images``."""
 
 
 def drop_camera_annotations(batch: dict[str, Any], b: int, t: int, cam: int) -> None:

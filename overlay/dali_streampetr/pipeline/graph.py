@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
-from ..config.settings import ConfigValueError
+from ..settings import ConfigValueError
 from .errors import PipelineStartError
 from .source import ImageSource
 from .watchdog import forking_workers

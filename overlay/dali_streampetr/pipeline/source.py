@@ -14,8 +14,9 @@ import numpy as np
 
 from ..batch.transforms import image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
-from ..config.settings import LoaderConfig
 from ..sampling.plan import BatchPlanner
+from ..settings import LoaderConfig
+from .errors import BadImageError, ImageSizeError
 from .watchdog import watch_owner
 
 
@@ -95,14 +96,6 @@ class ImageSource:
                 rows.append(param_row(p, (h, w), ok, geometry))
             records += annotation_records(targets, len(cams), plan)
         return encoded, rows, records
-
-
-class BadImageError(RuntimeError):
-    """A camera image that cannot be read or decoded."""
-
-
-class ImageSizeError(BadImageError):
-    """The cameras of one sample have different resolutions (upstream's ``np.stack`` refuses them)."""
 
 
 # What DALI's decoder and upstream's ``mmcv.imread`` (cv2) both read, as PIL names the formats.

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import LoaderFaultError, PipelineStalledError, WorkerDiedError
+from .errors import AssemblyError, LoaderFaultError, PipelineStalledError, WorkerDiedError
 
 
 def worker_processes(pipe: Any) -> list:
@@ -133,14 +133,6 @@ HANDOVER_GRACE_S = 0.002
 
 RUN_STAGE = "pipe.run(): reading, decoding and resizing the images"
 ASSEMBLY_STAGE = "assembling the batch from the pipeline's outputs"
-
-
-class AssemblyError(RuntimeError):
-    """Turning the pipeline's outputs into a batch failed (``error`` is what was raised)."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class PipelineWatchdog:

@@ -17,9 +17,9 @@ from mmdet.utils import get_root_logger
 from torch.utils.data import DataLoader
 
 from ..config.reader import loader_config_from
-from ..config.settings import LoaderConfig, SamplingMode, UnsupportedConfigError
 from ..loader import Collate, DaliStreamLoader, build_loader, split_root
 from ..pipeline.graph import local_device_id
+from ..settings import LoaderConfig, SamplingMode, UnsupportedConfigError
 from .collate import SkippedImages, SlotLog, to_collated, to_eval_collated
 from .schedule import RunSchedule
 from .state_hook import DaliStreamStateHook, checkpoint_problem
@@ -182,7 +182,7 @@ def _for_evaluation(
 def build_mmdet_loader(
     config: Any, data_root: str | Path, *, collate: Collate = to_collated, **kwargs: Any
 ) -> DaliDataLoader:
-    """The training DataLoader drop-in from a config (or :class:`~..config.settings.LoaderConfig`) and
+    """The training DataLoader drop-in from a config (or :class:`~..settings.LoaderConfig`) and
     an explicit ``data_root`` (arguments: :func:`..loader.build_loader`; ``collate`` ends in
     :func:`.collate.to_collated`), for tools that place the files themselves. Skipped bad images are
     reported in the runner's log."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config.settings import ConfigValueError
+from ..settings import ConfigValueError
 
 SCENES, UPSTREAM = "scenes", "upstream"
 SHARDINGS = (SCENES, UPSTREAM)
@@ -79,7 +79,8 @@ def scene_shards(scene_ids: Sequence[Any] | np.ndarray, world_size: int) -> list
 
     Balance: a cut moves at most half a scene, and the frames it moves belong to the scene of the
     rank it grows, so a rank holds at most N / K frames plus half of its first and half of its last
-    scene: at most the ideal share plus one of its own scenes (``tests/loader/test_eval_shards.py``)."""
+    scene: at most the ideal share plus one of its own scenes
+    (``tests/loader/sampling/test_eval_shards.py``)."""
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
     starts = scene_starts(scene_ids)

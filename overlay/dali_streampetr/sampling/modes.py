@@ -28,8 +28,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..batch.transforms import AugDraw, eval_targets, frame_targets
-from ..config.settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, TEST, AugConfig, LoaderConfig
 from ..frames.records import Frame
+from ..settings import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, TEST, AugConfig, LoaderConfig
 from .eval_shards import SCENES, UPSTREAM, scene_shards, upstream_chunks
 from .plan import (
     BatchPlanner,

@@ -34,9 +34,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..batch.transforms import AugDraw, filter_objects
-from ..config.settings import AugConfig, SamplingMode
 from ..frames.records import Frame
 from ..frames.store import FrameStore
+from ..settings import AugConfig, SamplingMode
 from .samplers import Sampler
 
 
