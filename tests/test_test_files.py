@@ -19,6 +19,7 @@ MIRRORS = {
     "forkwatch": "scripts/forkwatch",
     "loader": "overlay/dali_streampetr",
     "upstream_env": "scripts/upstream_env",
+    "loaderbench": "scripts/loaderbench",
 }
 
 

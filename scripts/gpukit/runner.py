@@ -10,7 +10,7 @@ torch. Stdlib only. Steps:
    required, no pip config), and a ``.pth`` file that reuses this interpreter's torch;
 3. the synthetic data set;
 4. ``tests/gpu``'s loader tests (``-m "gpu and not stack"``: nothing of the mmcv stack);
-5. the loader benchmark, DALI on the GPU vs DALI on the CPU (``loaderbench.kit``): JSON + PNG.
+5. the loader benchmark, DALI on the GPU vs DALI on the CPU (``loaderbench.sweep.kit``): JSON + PNG.
 
 Without a CUDA device the GPU half (the tests' GPU asserts, the benchmark's GPU rows) is skipped
 with one line and the rest runs. Exit status 0 only when every step passed.
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
         steps.end("tests", started)
 
         started = steps.begin("loader benchmark: DALI GPU vs DALI CPU")
-        bench = [vpy, "-m", "loaderbench.kit", "--data-root", data, "--out", work / "results"]
+        bench = [vpy, "-m", "loaderbench.sweep.kit", "--data-root", data, "--out", work / "results"]
         bench += ["--threads", args.threads, *(["--quick"] if args.quick else [])]
         proc = subprocess.run([str(c) for c in bench], cwd=src, env=env)
         if proc.returncode != 0:

@@ -1,15 +1,11 @@
 """Loader benchmark: StreamPETR's PyTorch DataLoader vs the DALI loader, one run, side by side.
 
 ``python -m loaderbench`` (``nox -s bench``) sweeps both loaders on the same config and data, measures
-the decode floor, writes ``bench.json`` + ``bench.png`` and prints the ratios. Modules:
+the decode floor, writes ``bench.json`` + ``bench.png`` and prints the ratios. Subpackages, by job:
 
-- :mod:`.proctree`  CPU seconds and peak memory of a whole process tree (Linux ``/proc``)
-- :mod:`.cases`     the configurations (profiles r50 / accv, loader, workers / threads)
-- :mod:`.runcase`   one configuration in its own process: warm-up, repeats, measurements
-- :mod:`.spawn`     run each configuration in its own process; its timed batches, result, progress line
-- :mod:`.floor`     decode-only floor with DALI's decoder (full image and region of interest)
-- :mod:`.summary`   summary statistics over the repeats, merged rounds, ratios against their targets
-- :mod:`.report`    the printed tables, the PNG chart, the JSON file
-- :mod:`.runinfo`   what a run ran on: machine, cores, package versions, arguments
-- :mod:`.stall`     loader stall inside real training (log analysis + cached-batch bound)
+- :mod:`.sweep`          the configurations, each measured in its own process; the decode floor; the GPU kit
+- :mod:`.measure`        CPU seconds and memory of a process tree; what a run ran on
+- :mod:`.results`        the figures over the repeats and ratios; the printed tables, PNG chart and JSON
+- :mod:`.nuscenes_size`  the loaders and the test shards at nuScenes size (``--case scale`` / ``shards``)
+- :mod:`.analysis`       where the time goes: graph stages, fast-path candidates, CPU per thread, stall
 """

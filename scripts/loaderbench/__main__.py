@@ -1,27 +1,26 @@
 """``python -m loaderbench [--data-root DIR] [--batches N] [--repeats R] [--out DIR] ...``
-(``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.scale`;
+(``--case scale [--frames N] ...``: the loaders at nuScenes size instead, see :mod:`.nuscenes_size.scale`;
 ``--case eval``: the test loaders of ``tools/test.py``, the ``eval`` profile without variants;
-``--case shards``: the test shards of K ranks at nuScenes val size, see :mod:`.shards`)
+``--case shards``: the test shards of K ranks at nuScenes val size, see :mod:`.nuscenes_size.shards`)
 
-Runs every configuration in its own process (see :mod:`.runcase`), then the decode floors
-(:mod:`.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
+Runs every configuration in its own process (see :mod:`.sweep.runcase`), then the decode floors
+(:mod:`.sweep.floor`), and writes ``<out>/bench.json`` + ``<out>/bench.png`` and prints the tables.
 Run it in the upstream env with ``scripts`` on ``PYTHONPATH`` (``nox -s bench`` does).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from . import report, summary
-from .cases import ROOT, sweep
-from .runinfo import has_gpu, meta
-from .spawn import batches_for, measure_case, run_json
+from .measure.runinfo import has_gpu, meta
+from .results import report, summary
+from .sweep.cases import ROOT, default_data_root, parse_override, sweep
+from .sweep.spawn import batches_for, measure_case, run_json
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -68,31 +67,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    key, _, value = text.partition("=")
-    try:
-        return key, json.loads(value.lower() if value in ("True", "False") else value)
-    except json.JSONDecodeError:
-        return key, value
-
-
-def default_data_root() -> Path:
-    from synthdata import ensure_dataset
-
-    return ensure_dataset()
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--case" in argv:
         at = argv.index("--case")
         case, rest = argv[at + 1 : at + 2], argv[:at] + argv[at + 2 :]
         if case == ["scale"]:
-            from .scale import main as scale_main
+            from .nuscenes_size.scale import main as scale_main
 
             return scale_main(rest)
         if case == ["shards"]:
-            from .shards import main as shards_main
+            from .nuscenes_size.shards import main as shards_main
 
             return shards_main(rest)
         if case == ["eval"]:
@@ -131,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         for profile in profiles:
             spec = {"profile": profile, "data_root": str(data_root), "warmup": 2,
                     "batches": batches_for(profile, args.batches), "repeats": args.repeats}  # fmt: skip
-            res = run_json("loaderbench.floor", spec)
+            res = run_json("loaderbench.sweep.floor", spec)
             if "error" in res:
                 print(f"  {profile}/decode-floor FAILED {res['error']}", flush=True)
                 continue
@@ -139,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             floors += summary.summarise_floor(res)
     stall = None
     if args.stall:
-        from .stall import run_stall
+        from .analysis.stall import run_stall
 
         stall = run_stall(data_root, iters=args.stall_iters, out=args.out)
     rows = summary.ratios(cases, floors)
@@ -162,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.table(cases, floors, rows))
     if stall:
-        from .stall import stall_table
+        from .analysis.stall import stall_table
 
         print()
         print(stall_table(stall))

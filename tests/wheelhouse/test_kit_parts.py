@@ -22,7 +22,7 @@ NEEDED = (
     "tests/gpu/test_loader_gpu.py",
     "tests/float_tolerance.py",
     "scripts/gpukit/plugin.py",
-    "scripts/loaderbench/kit.py",
+    "scripts/loaderbench/sweep/kit.py",
     "scripts/synthdata/__main__.py",
     "overlay/dali_streampetr/loader.py",
 )

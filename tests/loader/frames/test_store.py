@@ -23,7 +23,7 @@ from dali_streampetr.frames.store_file import PREFIX
 from dali_streampetr.loader import build_loader
 from dali_streampetr.sampling.plan import labelled_frames, scene_ids
 from loader_data import CLASSES, own_infos, tiny_config
-from loaderbench.replica import replicate
+from loaderbench.nuscenes_size.replica import replicate
 
 OVERLAY = Path(__file__).resolve().parents[3] / "overlay"
 

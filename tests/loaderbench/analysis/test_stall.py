@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loaderbench import stall
+from loaderbench.analysis import stall
 
 # Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
 # on exact inputs, which are within a few eps (2.2e-16) of the decimals written here.

@@ -1,4 +1,4 @@
-"""Where each loader spends its CPU time: ``python -m loaderbench.cpu_split [--loader dali|torch]
+"""Where each loader spends its CPU time: ``python -m loaderbench.analysis.cpu_split [--loader dali|torch]
 [--profile r50|eval] [--threads T] [--batches N] [KEY=VALUE ...]``.
 
 Both loaders are built from the profile's pinned config on the synthetic data set, as ``nox -s
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .proctree import thread_cpu_seconds
+from ..measure.proctree import thread_cpu_seconds
 
 
 def split(before: dict, after: dict, main_pid: int) -> dict[str, float]:
@@ -33,7 +33,7 @@ def split(before: dict, after: dict, main_pid: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="loaderbench.thread_split", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="loaderbench.analysis.cpu_split", description=__doc__.split("\n\n")[0])
     ap.add_argument("--loader", default="dali", choices=("dali", "torch"))
     ap.add_argument("--profile", default="r50", choices=("r50", "eval"))
     ap.add_argument("--threads", type=int, default=1, help="DALI CPU threads (default 1)")
@@ -41,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-root", type=Path, help="default: the synthetic data set")
     ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="loader settings, e.g. image_path=fast")
     args = ap.parse_args(argv)
-    from .__main__ import default_data_root, parse_override
-    from .cases import Case, build, enter_checkout, load_config
+    from ..sweep.cases import Case, build, default_data_root, enter_checkout, load_config, parse_override
 
     data_root = (args.data_root or default_data_root()).resolve()
     enter_checkout()

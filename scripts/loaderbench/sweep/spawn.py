@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import summary
+from ..results import summary
 from .cases import FRAMES_PER_BATCH, Case
 from .runcase import RESULT_TAG
 
@@ -48,7 +48,7 @@ def measure_case(case: Case, args: argparse.Namespace, data_root: Path, override
         "overrides": overrides if case.loader == "dali" else {},
     }
     t0 = time.perf_counter()
-    res = run_json("loaderbench.runcase", spec)
+    res = run_json("loaderbench.sweep.runcase", spec)
     res.setdefault("case", case.to_dict())
     if "error" not in res:
         s = summary.summarise_case(res)

@@ -1,12 +1,12 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
-``python -m loaderbench.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
+``python -m loaderbench.sweep.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
 the loader itself (:class:`dali_streampetr.DaliStreamLoader` from a plain
 :class:`~dali_streampetr.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
 256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
 has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
-configuration runs in its own process (``python -m loaderbench.kit '<json>'``) with the
-benchmark's own measurements (:mod:`.runcase`, :mod:`.proctree`) plus the GPU memory it takes.
+configuration runs in its own process (``python -m loaderbench.sweep.kit '<json>'``) with the
+benchmark's own measurements (:mod:`.runcase`, :mod:`..measure.proctree`) plus the GPU memory it takes.
 Writes ``bench-gpu.json`` + ``bench-gpu.png`` and prints the table; exit 1 if a configuration failed.
 """
 
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import report, summary
+from ..measure.proctree import PeakGpuMemory, PeakMemory
+from ..results import report, summary
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
-from .proctree import PeakGpuMemory, PeakMemory
 from .runcase import RESULT_TAG, handover, measure
 from .spawn import batches_for, run_json
 
@@ -100,7 +100,7 @@ def has_cuda() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="loaderbench.kit", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="loaderbench.sweep.kit", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path, help="the synthetic data set (default: made if missing)")
     ap.add_argument("--threads", default="1,2,4,8,16", help="DALI thread counts, capped at the cores")
     ap.add_argument("--quick", action="store_true", help=f"short runs: {QUICK}")
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         batches = settings["batches"] if args.quick else batches_for(case.profile, settings["batches"])
         spec.update(data_root=str(args.data_root), batches=batches)
         t0 = time.perf_counter()
-        res = run_json("loaderbench.kit", spec)
+        res = run_json("loaderbench.sweep.kit", spec)
         res.setdefault("case", case.to_dict())
         if "error" in res:
             print(f"  {case.name:20s} FAILED {res['error']}", flush=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from loaderbench import report, summary
-from loaderbench.cases import Case, sweep
+from loaderbench.results import report, summary
+from loaderbench.sweep.cases import Case, sweep
 
 # Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
 # on exact inputs, which are within a few eps (2.2e-16) of the decimals written here.

@@ -42,8 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cases import ROOT, Case, build, enter_checkout, load_config
-from .proctree import memory_mb, tree
+from ..measure.proctree import memory_mb, tree
+from ..sweep.cases import ROOT, Case, build, enter_checkout, load_config
 from .replica import replicate_infos
 from .scale_checks import frame_diffs, reference_read
 
@@ -85,7 +85,8 @@ def _phase(name: str, **values: Any) -> None:
 
 
 def run_rank(spec: dict[str, Any]) -> None:
-    """One rank (``python -m loaderbench.scale --rank '<json>'``), reporting phases to the driver."""
+    """One rank (``python -m loaderbench.nuscenes_size.scale --rank '<json>'``), reporting phases to the
+    driver."""
     enter_checkout()
     import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
     import torch  # noqa: F401
@@ -103,7 +104,7 @@ def run_rank(spec: dict[str, Any]) -> None:
     _phase("imported")
     t0 = time.perf_counter()
     if test and spec["loader"] == "dali":
-        from .cases import Endless
+        from ..sweep.cases import Endless
 
         loader = Endless(build_test_loader(
             cfg, "test", rank=spec["rank"], world_size=spec["world_size"], device_id=None,
@@ -156,7 +157,7 @@ def run_ranks(spec: dict[str, Any], ranks: int, store_dir: Path) -> list[dict[st
             [
                 sys.executable,
                 "-m",
-                "loaderbench.scale",
+                "loaderbench.nuscenes_size.scale",
                 "--rank",
                 json.dumps({**spec, "rank": r, "world_size": ranks}),
             ],

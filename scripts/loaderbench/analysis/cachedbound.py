@@ -3,7 +3,8 @@
 Like detectron2's ``benchmark_train`` (which serves 100 cached batches): K batches are taken once from
 the original DataLoader, then the timed iterations run ``model.train_step`` + backward + gradient
 clipping + optimizer step (what ``IterBasedRunner`` with ``OptimizerHook`` does) on them in turn, so
-no loader runs while timing. ``python -m loaderbench.cachedbound '<json>'`` prints one ``RESULT`` line.
+no loader runs while timing. ``python -m loaderbench.analysis.cachedbound '<json>'`` prints one
+``RESULT`` line.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from .cases import CHECKOUT, build_torch, enter_checkout
-from .runcase import RESULT_TAG
+from ..sweep.cases import CHECKOUT, build_torch, enter_checkout
+from ..sweep.runcase import RESULT_TAG
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:

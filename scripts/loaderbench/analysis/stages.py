@@ -1,6 +1,6 @@
 """Where the DALI graph's time goes: cumulative stages of the loader's graph and the naive graph.
 
-``python -m loaderbench.stages [--threads T] [--batches N]`` decodes the loader's own batches (r50
+``python -m loaderbench.analysis.stages [--threads T] [--batches N]`` decodes the loader's own batches (r50
 defaults of :class:`dali_streampetr.LoaderConfig`, the synthetic data set) through
 
 - ``decode-full`` / ``decode-roi``: the decoder alone (full image / the rows the crop keeps),
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .proctree import Stopwatch
+from ..measure.proctree import Stopwatch
 
 STAGES = ("decode-full", "decode-roi", "+resize", "+pad", "+normalise", "naive")
 
@@ -109,7 +109,7 @@ def pipeline(cfg, data: list, stage: str, threads: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="loaderbench.stages", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="loaderbench.analysis.stages", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batches", type=int, default=12)

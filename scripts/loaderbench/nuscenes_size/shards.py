@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import ROOT
+from ..sweep.cases import ROOT
 from .replica import replicate_infos
 
 NUSCENES_VAL = 6019

@@ -1,4 +1,4 @@
-"""Measure one configuration in this process: ``python -m loaderbench.runcase '<json>'``.
+"""Measure one configuration in this process: ``python -m loaderbench.sweep.runcase '<json>'``.
 
 The JSON holds ``case`` (a :class:`.cases.Case` as dict), ``data_root``, ``warmup``, ``batches``,
 ``repeats``, ``step_s``, ``handover_calls`` and optional DALI ``overrides``; the result is printed
@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..measure.proctree import PeakGpuMemory, PeakMemory, Stopwatch
 from .cases import Case, build, enter_checkout, load_config
-from .proctree import PeakGpuMemory, PeakMemory, Stopwatch
 
 RESULT_TAG = "RESULT "
 

@@ -9,7 +9,7 @@ import numpy as np
 from dali_streampetr.sampling.eval_shards import scene_shards
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loaderbench.shards import best_largest_rank, shard_stats, table
+from loaderbench.nuscenes_size.shards import best_largest_rank, shard_stats, table
 
 
 def brute_force_best(lengths: list[int], world_size: int) -> int:

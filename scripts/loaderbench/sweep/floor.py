@@ -3,7 +3,7 @@
 The encoded files and the region-of-interest windows come from the loader's own batch source
 (:class:`dali_streampetr.toolkit.ImageSource`) for the same iterations the loader serves, are held in
 memory, and are fed to a pipeline that only decodes: ``decoders.image`` (full 1600x900) or
-``decoders.image_slice`` (the rows the loader's ROI decode keeps). ``python -m loaderbench.floor
+``decoders.image_slice`` (the rows the loader's ROI decode keeps). ``python -m loaderbench.sweep.floor
 '<json>'`` prints one ``RESULT`` JSON line (same protocol as :mod:`.runcase`).
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..measure.proctree import Stopwatch
 from .cases import enter_checkout, load_config
-from .proctree import Stopwatch
 from .runcase import RESULT_TAG
 
 

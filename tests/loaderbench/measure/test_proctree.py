@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from loaderbench import proctree
+from loaderbench.measure import proctree
 
 # Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
 # on exact inputs, which are within a few eps (2.2e-16) of the decimals written here.
@@ -85,7 +85,7 @@ def test_thread_cpu_is_split_by_thread_and_process():
     split of two snapshots names them ``main:<name>`` and ``child:<name>``; an idle one shows ~0."""
     import threading
 
-    from loaderbench.cpu_split import split
+    from loaderbench.analysis.cpu_split import split
 
     child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.4) + "time.sleep(30)"])
     done = threading.Event()

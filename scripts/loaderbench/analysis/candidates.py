@@ -1,6 +1,6 @@
 """Candidates for the fast image path, each measured alone on the loader's own batches.
 
-``python -m loaderbench.candidates [--threads T] [--batches N] [--profile r50|accv]`` runs, per
+``python -m loaderbench.analysis.candidates [--threads T] [--batches N] [--profile r50|accv]`` runs, per
 candidate, the whole image graph (decode of the rows the crop keeps, resize of the crop window, pad,
 normalise) with one thing changed, and prints wall and CPU ms per batch beside the ROI decode alone
 (the floor), with the candidate's pixel difference to the exact graph (mean abs and max, grey
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .proctree import Stopwatch
+from ..measure.proctree import Stopwatch
 from .stages import batches
 
 CUBIC = {"interp_type": "INTERP_CUBIC", "antialias": True}
@@ -86,7 +86,7 @@ def grey_levels(out, cfg) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="loaderbench.candidates", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="loaderbench.analysis.candidates", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batches", type=int, default=8)

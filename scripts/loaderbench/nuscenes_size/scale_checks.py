@@ -1,7 +1,7 @@
 """What the scale case (:mod:`.scale`) holds the frame store against, each in a process of its own:
 the read of the info file as upstream's dataset does it, and the frames of the per-frame reader.
-``python -m loaderbench.scale_checks --read <info file>`` / ``--diffs '<json>'`` print one tagged
-result line."""
+``python -m loaderbench.nuscenes_size.scale_checks --read <info file>`` / ``--diffs '<json>'`` print
+one tagged result line."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def read_once(ann_file: str) -> None:
 
 def reference_read(ann_file: Path) -> tuple[float, str]:
     """(seconds, how) of :func:`read_once` in a process of its own (after its imports)."""
-    cmd = [sys.executable, "-m", "loaderbench.scale_checks", "--read", str(ann_file)]
+    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale_checks", "--read", str(ann_file)]
     how, seconds = _tagged(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     return seconds, how
 
@@ -70,7 +70,7 @@ def frame_diffs(ann_file: Path, data_root: Path, classes: list[str], store_dir: 
     """(frames, differing attributes) of :func:`count_diffs` in a process of its own."""
     env = {**os.environ, "STREAMPETR_DALI_FRAME_STORES": str(store_dir)}
     spec = {"ann_file": str(ann_file), "data_root": str(data_root), "classes": classes}
-    cmd = [sys.executable, "-m", "loaderbench.scale_checks", "--diffs", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale_checks", "--diffs", json.dumps(spec)]
     frames, diffs = _tagged(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
     return frames, diffs
 
@@ -81,4 +81,4 @@ if __name__ == "__main__":
     elif len(sys.argv) == 3 and sys.argv[1] == "--diffs":
         count_diffs(json.loads(sys.argv[2]))
     else:
-        sys.exit("usage: python -m loaderbench.scale_checks --read FILE | --diffs JSON")
+        sys.exit("usage: python -m loaderbench.nuscenes_size.scale_checks --read FILE | --diffs JSON")

@@ -16,13 +16,14 @@ Everything here runs in the upstream (OpenMMLab) env with the applied checkout o
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHECKOUT = ROOT / "upstream" / "StreamPETR"
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
 KEY8_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"
@@ -103,6 +104,22 @@ def sweep(
             if variants:
                 cases.append(Case(profile, "dali", threads=t, device="gpu", variant="fast"))
     return cases
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """A DALI loader override ``KEY=VALUE`` (the value read as JSON where it is JSON)."""
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value.lower() if value in ("True", "False") else value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def default_data_root() -> Path:
+    """The synthetic data set, made if missing."""
+    from synthdata import ensure_dataset
+
+    return ensure_dataset()
 
 
 def enter_checkout() -> None:

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cases import ROOT
-from .runcase import RESULT_TAG
-from .summary import percentile
+from ..results.summary import percentile
+from ..sweep.cases import ROOT
+from ..sweep.runcase import RESULT_TAG
 
 STALL_CONFIG = "small"  # upstream_run.train's name for the CPU smoke config at 128x352
 STALL_CONFIG_PATH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
@@ -133,7 +133,9 @@ def run_stall(data_root: Path, iters: int, out: Path, bound_iters: int = 8) -> d
             missing[f"train_{loader}"] = f"exit {code}, no log"
     spec = {"data_root": str(data_root), "config": STALL_CONFIG_PATH, "batches": 2, "iters": bound_iters}
     proc = subprocess.run(
-        [sys.executable, "-m", "loaderbench.cachedbound", json.dumps(spec)], capture_output=True, text=True
+        [sys.executable, "-m", "loaderbench.analysis.cachedbound", json.dumps(spec)],
+        capture_output=True,
+        text=True,
     )
     bound = next(
         (json.loads(ln[len(RESULT_TAG) :]) for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)),
@@ -155,10 +157,10 @@ def run_stall(data_root: Path, iters: int, out: Path, bound_iters: int = 8) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m loaderbench.stall NAME=WORK_DIR ... [--bound SECONDS]``: analyse existing runs."""
+    """``python -m loaderbench.analysis.stall NAME=WORK_DIR ... [--bound SECONDS]``: analyse existing runs."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="loaderbench.stall", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="loaderbench.analysis.stall", description=main.__doc__)
     ap.add_argument("runs", nargs="+", help="name=work_dir, e.g. train_torch=work_dirs/train_torch")
     ap.add_argument("--bound", type=float, help="cached-batch iteration time in seconds")
     ap.add_argument("--skip", type=int, default=1, help="start-up iterations to leave out (default 1)")

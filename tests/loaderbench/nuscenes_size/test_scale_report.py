@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loaderbench.scale import summarise
-from loaderbench.scale_report import scale_table, verdicts
+from loaderbench.nuscenes_size.scale import summarise
+from loaderbench.nuscenes_size.scale_report import scale_table, verdicts
 
 
 def rank(

@@ -1,0 +1,2 @@
+"""What a benchmark measures with: CPU time and memory of a process tree (:mod:`.proctree`) and what
+a run ran on (:mod:`.runinfo`)."""
