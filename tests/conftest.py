@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -128,6 +129,23 @@ def synthetic_dataset() -> Path:
     from synthdata import ensure_dataset
 
     return ensure_dataset(scenes=3, samples_per_scene=4, seed=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_temp_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The temp folder of this test session and of every process it starts (``TMPDIR``): what they
+    leave there (torchrun's ``torchelastic_*`` folders, multiprocessing's ``pymp-*`` of a killed
+    process) goes with the session's temp dir, which pytest removes after a passing run
+    (``tmp_path_retention_policy``), instead of piling up in the system's temp folder."""
+    folder = tmp_path_factory.mktemp("tmp")
+    before_env, before_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    yield folder
+    tempfile.tempdir = before_dir
+    if before_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before_env
 
 
 @pytest.fixture(scope="session", autouse=True)
