@@ -135,8 +135,8 @@ def synthetic_dataset() -> Path:
 def session_temp_folder(tmp_path_factory: pytest.TempPathFactory):
     """The temp folder of this test session and of every process it starts (``TMPDIR``): what they
     leave there (torchrun's ``torchelastic_*`` folders, multiprocessing's ``pymp-*`` of a killed
-    process) goes with the session's temp dir, which pytest removes after a passing run
-    (``tmp_path_retention_policy``), instead of piling up in the system's temp folder."""
+    process) goes with the session's temp dir, of which pytest keeps the last 3 runs, instead of
+    piling up in the system's temp folder."""
     folder = tmp_path_factory.mktemp("tmp")
     before_env, before_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
