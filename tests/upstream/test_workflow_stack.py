@@ -189,13 +189,20 @@ def _state(pid: int) -> str:
         return ""
 
 
-def _is_rank(pid: int) -> bool:
-    """A tools/test.py rank (not the launcher, whose arguments name the script too)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"tools/test.py" in cmdline and b"torch.distributed" not in cmdline
+def _ranks_and_workers(marked: list[int]) -> tuple[list[int], list[int]]:
+    """The tools/test.py ranks among ``marked`` (the launcher's children) and their children (DALI
+    workers). Told apart by parentage, not by command line: a worker forked from a rank (DALI forks
+    while no CUDA context exists) carries the rank's command line."""
+
+    def launcher(pid: int) -> bool:
+        try:
+            return b"torch.distributed" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    launchers = {p for p in marked if launcher(p)}
+    ranks = [p for p in marked if _parent(p) in launchers]
+    return ranks, [p for p in marked if _parent(p) in ranks]
 
 
 def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
@@ -234,8 +241,7 @@ def test_a_dist_test_sh_whose_ranks_are_killed_leaves_nothing_running(
     try:
         deadline, ranks, workers = time.monotonic() + 600, [], []
         while time.monotonic() < deadline and proc.poll() is None:
-            ranks = [p for p in _marked(marker) if _is_rank(p)]
-            workers = [p for p in _marked(marker) if _parent(p) in ranks and not _is_rank(p)]
+            ranks, workers = _ranks_and_workers(_marked(marker))
             if len(ranks) == 2 and len({_parent(p) for p in workers}) == 2:
                 break
             time.sleep(0.2)
