@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=12)
     args = ap.parse_args(argv)
     if args.data_root is None:
-        from synthdata import ensure_dataset
+        from ..sweep.cases import default_data_root
 
-        args.data_root = ensure_dataset()
+        args.data_root = default_data_root()
     cfg, data = batches(args.data_root, args.batches)
     print(f"{len(data[0][0])} images per batch, {args.threads} thread(s), load {os.getloadavg()[0]:.2f}")
     for stage in STAGES:
