@@ -173,8 +173,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The tests: hermetic and upstream tiers, and the stack tier when the upstream cache holds the pins;
-    a run with the SLURM tests first installs SLURM where it can. Under `CI=true` every tier runs."""
+    """The tests: hermetic and upstream tiers, and the stack tier when the upstream cache holds the pins
+    (its `proof` tests, the wider part of its proofs, run in `nox -s proofs`); a run with the SLURM
+    tests first installs SLURM where it can. Under `CI=true` every tier runs."""
     refuse_args(
         session, "-m", why="it picks the tiers itself; run pytest directly to choose markers (docs/tests.md)"
     )
@@ -192,7 +193,8 @@ def tests(session: nox.Session) -> None:
         return
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no stack test
     python = apply_and_ensure_upstream_env(session)
-    session.run(python, "-m", "pytest", "-m", "stack", *session.posargs, external=True, success_codes=codes)
+    pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
+    session.run(*pytest, *session.posargs, external=True, success_codes=codes)
 
 
 @nox.session
@@ -205,15 +207,14 @@ def tests_gpu(session: nox.Session) -> None:
 
 
 @nox.session
-def shards_proof(session: nox.Session) -> None:
-    """The whole proof of scene-whole test shards (#44): 2, 3 and 4 gloo ranks and `--validate`, both test
-    loaders; `nox` runs 3 ranks of it (docs/tests.md gives both times)."""
-    refuse_args(session, "-m", why="it runs the stack proof file")
+def proofs(session: nox.Session) -> None:
+    """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 2
+    and 4 ranks and on both test loaders, the sharded 2-process resume, the GPU stack kit's rehearsal."""
+    refuse_args(session, "-m", why="it runs the proof marker")
     python = apply_and_ensure_upstream_env(session)
-    session.run(
-        python, "-m", "pytest", "-m", "stack", "tests/upstream/test_eval_shards_stack.py", *session.posargs,
-        external=True, env={"STREAMPETR_SHARDS_PROOF": "1"},
-    )  # fmt: skip
+    codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof
+    pytest = [python, "-m", "pytest", "-m", "stack and proof"]
+    session.run(*pytest, *session.posargs, external=True, success_codes=codes)
 
 
 @nox.session

@@ -43,13 +43,19 @@ def _stack_missing() -> str | None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The stack run (`-m stack`, in the OpenMMLab env) collects only the stack files, `test_*_stack.py`
-    (`tests/test_tiers.py` holds every file to that rule): that env lacks the hermetic tier's test-only
-    packages (hypothesis), so importing another test file there could fail."""
+    """A stack run (`-m stack`, or `stack and ...` as `nox -s tests` and `nox -s proofs` select, in the
+    OpenMMLab env) collects only the stack files, `test_*_stack.py` (`tests/test_tiers.py` holds every
+    file to that rule): that env lacks the hermetic tier's test-only packages (hypothesis), so
+    importing another test file there could fail."""
     name = collection_path.name
-    if config.getoption("markexpr") == "stack" and name.startswith("test_") and name.endswith(".py"):
+    if _stack_only(config.getoption("markexpr")) and name.startswith("test_") and name.endswith(".py"):
         return not name.endswith("_stack.py") or None
     return None
+
+
+def _stack_only(expr: str) -> bool:
+    """Whether the mark expression selects stack tests only: `stack`, or `stack and <more>`."""
+    return expr == "stack" or (expr.startswith("stack and ") and " or " not in expr)
 
 
 TIER_OF: dict[str, str] = {}  # nodeid -> tier, filled at collection

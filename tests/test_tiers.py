@@ -5,6 +5,7 @@ tier's "no CUDA device"."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,23 @@ def test_a_ci_run_accepts_the_gpu_tier_without_a_device(tmp_path: Path) -> None:
     done = run_pytest(tmp_path, "true", "gpu")  # skipped here (no device), or runs on a GPU host
     assert done.returncode == 0, done.stdout
     assert "not accepted" not in done.stdout
+
+
+def test_a_stack_selection_collects_only_the_stack_files() -> None:
+    """`nox -s tests` (`stack and not proof`) and `nox -s proofs` (`stack and proof`) import only the
+    `_stack.py` files in the OpenMMLab env, which lacks the hermetic tier's test-only packages, as
+    `-m stack` does; an expression that can select other tests collects every file."""
+
+    def collected(expr: str) -> int:
+        cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", expr]
+        proc = subprocess.run([*cmd, "tests/upstream"], cwd=REPO_ROOT, capture_output=True, text=True)
+        found = re.search(r"(?:\d+/)?(\d+) tests? collected", proc.stdout)
+        assert proc.returncode in (0, 5) and found, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return int(found.group(1))
+
+    counts = {
+        expr: collected(expr) for expr in ("stack", "stack and not proof", "stack and proof", "stack or gpu")
+    }
+    assert (
+        counts["stack"] == counts["stack and not proof"] == counts["stack and proof"] < counts["stack or gpu"]
+    ), counts

@@ -21,14 +21,14 @@ are made once per module.
 - the gather itself (``collect_results_cpu`` and ``_gpu``) on gloo with 1 and 4 ranks, rank 0 empty,
   and a lost frame named.
 
-Sized for CI by default: K = 3 (15 frames, 5 scenes: no multiple of 3), and the upstream, evaluate
-and ``--validate`` tests on the DALI loader only. ``STREAMPETR_SHARDS_PROOF=1`` (``nox -s
-shards_proof``) runs the whole proof: K = 2, 3, 4 and every test on both loaders (docs/tests.md gives
-both times).
+``nox`` (CI) runs the focused part: the DALI test loader at K = 3 (15 frames, 5 scenes: no multiple
+of 3), without ``--validate``; the rest is marked ``proof`` and runs in ``nox -s proofs``: K = 2, 3, 4
+and every test on both loaders (docs/tests.md gives both times).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -43,13 +43,14 @@ from upstream_run.train import free_port
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 LOADERS = ("torch", "dali")
-PROOF = os.environ.get("STREAMPETR_SHARDS_PROOF") == "1"  # nox -s shards_proof: the whole proof
-RANKS = (2, 3, 4) if PROOF else (3,)  # CI: 3 ranks of 5 scenes
-# CI: the DALI side of the slower tests; their DataLoader side is in the proof run (its empty ranks
-# and the DALI/DataLoader agreement on them also in test_workflow_stack.py, on CI)
-SLOW_LOADERS = LOADERS if PROOF else ("dali",)
 SMALL_TORCH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # what torchrun sets for several processes, also for one
+
+
+def cases(ci: set[tuple], *axes: tuple) -> list:
+    """Every combination of ``axes`` as parameters; those not in ``ci`` (what ``nox`` runs) are marked
+    ``proof`` (``nox -s proofs``)."""
+    return [pytest.param(*c, marks=() if c in ci else pytest.mark.proof) for c in itertools.product(*axes)]
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +144,7 @@ def differing(ours: dict, theirs: dict, order: list[dict]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("loader", LOADERS)
-@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize(("ranks", "loader"), cases({(3, "dali")}, (2, 3, 4), LOADERS))
 def test_scene_shards_give_every_frame_the_prediction_of_one_process(
     predictions, shard_data: Path, loader: str, ranks: int
 ) -> None:
@@ -159,8 +159,7 @@ def test_scene_shards_give_every_frame_the_prediction_of_one_process(
     assert differing(ours, one, order) == []
 
 
-@pytest.mark.parametrize("loader", SLOW_LOADERS)
-@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize(("ranks", "loader"), cases({(3, "dali")}, (2, 3, 4), LOADERS))
 def test_upstream_chunks_change_exactly_the_frames_after_each_cut(
     predictions, shard_data: Path, loader: str, ranks: int
 ) -> None:
@@ -194,7 +193,7 @@ def metrics(folder: Path) -> dict:
     return summary
 
 
-@pytest.mark.parametrize("loader", SLOW_LOADERS)
+@pytest.mark.parametrize("loader", cases({("dali",)}, LOADERS))
 def test_evaluate_on_three_ranks_one_without_a_scene_gives_the_metrics_of_one_process(
     checkpoint: Path, shard_data: Path, tmp_path: Path, loader: str
 ) -> None:
@@ -211,7 +210,8 @@ def test_evaluate_on_three_ranks_one_without_a_scene_gives_the_metrics_of_one_pr
     ).group(1)
 
 
-@pytest.mark.parametrize("loader", SLOW_LOADERS)
+@pytest.mark.proof
+@pytest.mark.parametrize("loader", LOADERS)
 def test_validate_on_two_ranks_reports_what_one_process_evaluates(
     checkpoint: Path, shard_data: Path, tmp_path: Path, loader: str
 ) -> None:

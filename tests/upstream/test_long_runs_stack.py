@@ -54,7 +54,13 @@ def test_one_process_resume_continues_the_exact_stream_and_validates(
     assert_same_stream(straight, reference, iters=2 * N, ranks=1)
 
 
-@pytest.mark.parametrize("replicate", [False, True], ids=["sharded", "replicate_dataset_per_gpu"])
+@pytest.mark.parametrize(
+    "replicate",  # `nox` runs the product's setting; `nox -s proofs` upstream's sharding too
+    [
+        pytest.param(False, id="sharded", marks=pytest.mark.proof),
+        pytest.param(True, id="replicate_dataset_per_gpu"),
+    ],
+)
 def test_two_gloo_processes_resume_the_exact_stream(
     synthetic_dataset: Path, tmp_path: Path, replicate: bool
 ) -> None:
