@@ -16,7 +16,8 @@ from . import ForkwatchError
 CARRIES_OVER, STOPS, UNREACHABLE, ERROR = "carries-over", "stops", "unreachable", "error"
 STOP_STATUSES = ("conflict", "missing-at-target")
 HEADER = re.compile(r"^rebase --check (\S+): ([0-9a-f]{7,40}) → ([0-9a-f]{7,40})$", re.M)
-STATUS_LINE = re.compile(r"^  (\S[^:\n]*): (\S+)(?: \((.*)\))?[ \t]*$")
+STATUS_LINE = re.compile(r"^  (\S[^:\n]*): (\S+)(.*)$")  # name, status, what `rebase --check` adds
+MOVES = re.compile(r"^ \(([^()]*→[^()]*)\)")  # `(a.py → src/a.py, b.py → src/b.py)` after the status
 NOT_FINISHING = re.compile(r"^the replayed series would not finish: (.*)$", re.M)
 
 
@@ -26,6 +27,7 @@ class PatchStatus:
     status: str
     moves: list[str] = field(default_factory=list)
     provisional: bool = False
+    may_be_artefact: bool = False  # a provisional stop that shares files with a patch left out before it
 
 
 @dataclass
@@ -71,9 +73,10 @@ def _read_report(path: Path) -> dict:
 
 
 def _from_report(data: dict) -> list[PatchStatus]:
-    """Per patch from a report: its `patch_entries` (name, status, moves, provisional) when it has
-    them, else `patches` (names, or entries with their own fields) + the `statuses`/`moves` maps;
-    a top-level `provisional` as a list of names or a map. A status not reached reads `pending`."""
+    """Per patch from a report: its `patch_entries` (name, status, moves, provisional,
+    may_be_artefact) when it has them, else `patches` (names, or entries with their own fields) + the
+    `statuses`/`moves` maps; a top-level `provisional` as a list of names or a map. A status not
+    reached reads `pending`."""
     statuses, moves = data.get("statuses") or {}, data.get("moves") or {}
     provisional = data.get("provisional") or []
     entries = data.get("patch_entries")
@@ -83,29 +86,39 @@ def _from_report(data: dict) -> list[PatchStatus]:
             name = str(entry.get("name", "?"))
             status = entry.get("status") or statuses.get(name, "pending")
             moved, flag = entry.get("moves") or moves.get(name) or [], bool(entry.get("provisional"))
+            artefact = bool(entry.get("may_be_artefact"))
         else:
             name = str(entry)
-            status, moved, flag = statuses.get(name, "pending"), moves.get(name) or [], False
+            status, moved, flag, artefact = statuses.get(name, "pending"), moves.get(name) or [], False, False
         if isinstance(provisional, dict):
             flag = flag or bool(provisional.get(name))
         elif isinstance(provisional, list):
             flag = flag or name in provisional
-        out.append(PatchStatus(name, str(status), [str(m) for m in moved], flag))
+        out.append(PatchStatus(name, str(status), [str(m) for m in moved], flag, artefact))
     return out
 
 
 def _from_lines(output: str, header: re.Match) -> list[PatchStatus]:
+    """Per patch from `rebase --check`'s status lines (overlaytool.rebase.report.status_of):
+    `  name: status (moves) [provisional: after the stop at P] (may be an artefact: ...)`."""
     out = []
     for line in output[header.end() :].splitlines():
-        match = STATUS_LINE.match(line)
+        match = STATUS_LINE.match(line.rstrip())
         if match is None:
             if out:
                 break
             continue
-        name, status, extra = match.groups()
-        parts = [p.strip() for p in (extra or "").split(",") if p.strip()]
-        moves = [p for p in parts if "→" in p]
-        out.append(PatchStatus(name, status, moves, "provisional" in parts))
+        name, status, rest = match.groups()
+        moves = MOVES.match(rest)
+        out.append(
+            PatchStatus(
+                name,
+                status,
+                [m.strip() for m in moves.group(1).split(",")] if moves else [],
+                "[provisional:" in rest or "(provisional)" in rest,  # today's form, and the first one
+                "(may be an artefact:" in rest,
+            )
+        )
     return out
 
 

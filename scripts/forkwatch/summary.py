@@ -161,6 +161,7 @@ def markdown(summary: dict) -> str:
             for p in e["patches"]:
                 moves = f" ({', '.join(p['moves'])})" if p.get("moves") else ""
                 flag = " *provisional*" if p.get("provisional") else ""
+                flag += " *may be an artefact of a patch left out*" if p.get("may_be_artefact") else ""
                 lines.append(f"| {p['name']} | {p['status']}{moves}{flag} |")
         if e.get("message"):
             lines += ["", "```", e["message"], "```"]

@@ -50,6 +50,46 @@ def test_the_printed_lines_without_a_report(tmp_path: Path) -> None:
     assert outcome.would_stop == {"kind": "missing-at-target", "patch": "model.patch", "paths": []}
 
 
+def test_the_lines_rebase_check_prints_past_a_stop(tmp_path: Path) -> None:
+    """The status lines as overlaytool prints them (its own `status_lines`): moves, a stop, statuses
+    past it marked provisional, one that may be an artefact of the patch left out, one independent."""
+    from overlaytool.rebase.report import status_lines
+    from overlaytool.rebase.state import RebaseState, Stop
+
+    names = ["use-dali.patch", "model.patch", "late.patch", "other.patch"]
+    state = RebaseState(
+        "a" * 40, NEW, names, next=1, first_stop=Stop("conflict", ["b.py"], patch="model.patch")
+    )
+    state.statuses = dict(zip(names, ["merged-3way", "conflict", "conflict", "clean"], strict=True))
+    state.moves = {"use-dali.patch": ["a.py → src/a.py", "b.py → src/b.py"]}
+    state.provisional, state.shared = (
+        ["late.patch", "other.patch"],
+        {"late.patch": ["b.py"], "other.patch": []},
+    )
+    printed = "\n".join(
+        [f"rebase --check StreamPETR: {'a' * 12} → {NEW[:12]}", *status_lines(state), "error: x"]
+    )
+    outcome = outcome_of(1, printed, tmp_path / "absent.json")
+    assert [(p.name, p.status, p.provisional, p.may_be_artefact) for p in outcome.patches] == [
+        ("use-dali.patch", "merged-3way", False, False),
+        ("model.patch", "conflict", False, False),
+        ("late.patch", "conflict", True, True),
+        ("other.patch", "clean", True, False),
+    ], printed
+    assert outcome.patches[0].moves == ["a.py → src/a.py", "b.py → src/b.py"]
+    assert outcome.would_stop == {"kind": "conflict", "patch": "model.patch", "paths": []}
+
+
+def test_a_report_says_which_provisional_stop_may_be_an_artefact(tmp_path: Path) -> None:
+    entries = [
+        {"name": "model.patch", "status": "conflict", "provisional": False},
+        {"name": "late.patch", "status": "conflict", "provisional": True, "may_be_artefact": True},
+        {"name": "other.patch", "status": "conflict", "provisional": True, "may_be_artefact": False},
+    ]
+    outcome = outcome_of(1, "", report(tmp_path, format=2, patch_entries=entries))
+    assert [p.may_be_artefact for p in outcome.patches] == [False, True, False]
+
+
 def test_todays_report_and_the_finish_check_message(tmp_path: Path) -> None:
     path = report(
         tmp_path, statuses={"use-dali.patch": "clean", "model.patch": "offset", "late.patch": "clean"}
