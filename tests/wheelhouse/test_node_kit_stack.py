@@ -7,7 +7,7 @@ digests, mmcv-full compiled on that torch by ``upstream_env mmcv-wheel`` (the CP
 CUDA compile does not fit CI), the env built there by ``upstream_env build`` with the same choices,
 reusing that wheel, from the kit's wheels alone, the driver check (CPU), the data, the GPU tests
 (each skips), one training iteration on each loader, the DALI checkpoint evaluated with both test
-loaders, the benchmark's CPU rows. The rehearsal (about 4 minutes) is a ``proof``: ``nox -s proofs``.
+loaders, the benchmark's CPU rows.
 """
 
 from __future__ import annotations
@@ -103,7 +103,6 @@ def test_the_kit_carries_what_the_node_lacks_in_bundles_that_travel_one_by_one(s
     assert early == {"b01"}
 
 
-@pytest.mark.proof  # about 4 min: `nox -s proofs`
 def test_the_stack_runs_offline_on_a_stand_in_for_the_nodes_python(stack_kit: Path, scratch: Path) -> None:
     node_python = make_standin(REPO / ".nox" / "_env" / "upstream" / "bin" / "python", scratch / "node")
     work, results = scratch / "work", scratch / "results"
