@@ -40,7 +40,6 @@ from pathlib import Path
 PACKAGES = ("mmcv", "mmdet", "mmdet3d", "mmseg", "projects")
 EXT_MODULE = "mmcv._ext"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 # What tools/train.py and tools/test.py call beside the config's objects (a module: its functions).
 ENTRY_POINTS = (
     "mmdet3d.utils.collect_env",
@@ -62,8 +61,8 @@ def _ours(obj: object) -> bool:
     return module.split(".", 1)[0] in PACKAGES
 
 
-def supported_configs(checkout: Path = CHECKOUT) -> list[Path]:
-    """Every config under the checkout's `projects/configs/` (upstream's and the overlay's)."""
+def supported_configs(checkout: Path) -> list[Path]:
+    """Every config under `projects/configs/` of the checkout's code root (upstream's and the overlay's)."""
     root = checkout / "projects" / "configs"
     return sorted(p for p in root.rglob("*.py") if not set(p.relative_to(root).parts[:-1]) & set(NOT_CONFIGS))
 
@@ -329,9 +328,22 @@ def _hook_classes(cfg: object) -> list[type]:
     return [HOOKS.get(h["type"]) for h in hooks if isinstance(h, dict) and HOOKS.get(h.get("type", ""))]
 
 
+def _code_root(given: Path | None) -> Path:
+    """``--checkout`` as given, else the applied StreamPETR checkout's code root (its root, or where a
+    fork moved its sources: `overlay_moves`)."""
+    from overlaytool import OverlayError
+    from overlaytool.tree.layout import streampetr_code_root
+
+    try:
+        root = given or streampetr_code_root(REPO_ROOT)
+    except OverlayError as exc:
+        raise SystemExit(f"upstream_env.op_reach: {exc}") from None
+    if not (root / "projects" / "mmdet3d_plugin").is_dir():
+        raise SystemExit(f"{root} holds no projects/mmdet3d_plugin: not an applied StreamPETR checkout")
+    return root
+
+
 def _load_checkout(checkout: Path) -> None:
-    if not (checkout / "projects" / "mmdet3d_plugin").is_dir():
-        raise SystemExit(f"{checkout} is not an applied StreamPETR checkout; run `nox -s apply`")
     sys.path.append(str(checkout))
     import projects.mmdet3d_plugin  # noqa: F401  (registers the plugin's modules)
 
@@ -347,11 +359,14 @@ def outside_the_set(reached: dict[str, str]) -> dict[str, str]:
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="upstream_env.op_reach", description=__doc__.split("\n\n")[0])
     ap.add_argument("configs", nargs="*", type=Path, help="config files (default: every supported one)")
-    ap.add_argument("--checkout", type=Path, default=CHECKOUT)
+    ap.add_argument(
+        "--checkout", type=Path, help="the code root (default: the applied StreamPETR checkout's)"
+    )
     ap.add_argument(
         "--check", action="store_true", help="exit 1 naming each op a config reaches outside the CUDA set"
     )
     args = ap.parse_args(None if argv is None else list(argv))
+    args.checkout = _code_root(args.checkout)
     with contextlib.redirect_stdout(sys.stderr):
         _load_checkout(args.checkout)
     configs = args.configs or supported_configs(args.checkout)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from upstream_env.paths import ENV_DIR, env_python
 
-from .train import CHECKOUT
+from .train import code_root
 
 PREFIX = "nuscenes2d"
 SPLITS = {"v1.0-mini": ("train", "val"), "v1.0-trainval": ("train", "val"), "v1.0-test": ("test",)}
@@ -73,15 +73,16 @@ def converter_command(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    tools = code_root() / "tools"
     try:
-        if not (CHECKOUT / "tools" / "create_data_nusc.py").exists():
-            raise CreateDataError(f"{CHECKOUT} is not applied; run `nox -s apply`")
+        if not (tools / "create_data_nusc.py").exists():
+            raise CreateDataError(f"{tools} has no create_data_nusc.py, StreamPETR's converter")
         check_root(args.root, args.version)
         args.out.mkdir(parents=True, exist_ok=True)
         print(f"$ (tools/create_data_nusc.py) nuscenes_data_prep({args.root}, {args.out / PREFIX}, "
               f"{args.version}, max_sweeps={args.max_sweeps})", file=sys.stderr, flush=True)  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="create_data-") as cwd:
-            env = {**os.environ, "PYTHONPATH": str(CHECKOUT / "tools")}
+            env = {**os.environ, "PYTHONPATH": str(tools)}
             code = subprocess.run(converter_command(args), cwd=cwd, env=env).returncode
         if code != 0:
             raise CreateDataError(f"StreamPETR's converter failed (exit {code}) on {args.root}")

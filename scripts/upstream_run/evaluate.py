@@ -29,7 +29,7 @@ from pathlib import Path
 from upstream_env.mmcv_wheel import probe
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
-from .train import CHECKOUT, CONFIGS, free_port
+from .train import CONFIGS, code_root, free_port
 
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
 LOADERS = ("dali", "torch")
@@ -90,13 +90,13 @@ def default_config(checkpoint: Path) -> Path:
     return max(dumped, key=lambda p: p.stat().st_mtime)
 
 
-def resolve_config(name: str | None, checkpoint: Path) -> Path:
-    """`--config`: an alias of the CPU configs, a path (absolute or relative to the checkout), or the
-    default next to the checkpoint."""
+def resolve_config(name: str | None, checkpoint: Path, tree: Path) -> Path:
+    """`--config`: an alias of the CPU configs, a path (absolute, or relative to the checkout's code
+    root ``tree``), or the default next to the checkpoint."""
     if name is None:
         return default_config(checkpoint)
     alias = CONFIGS["dali"].get(name) or CONFIGS["torch"].get(name)
-    for path in (CHECKOUT / alias,) if alias else (Path(name), CHECKOUT / name):
+    for path in (tree / alias,) if alias else (Path(name), tree / name):
         if path.is_file():
             return path.resolve()
     raise EvaluateError(f"--config {name}: no such config (an alias: smoke, small, plain-attn; or a path)")
@@ -145,19 +145,18 @@ def read_metrics(out: Path) -> dict:
 def _check_inputs(args: argparse.Namespace) -> None:
     if not args.checkpoint.is_file():
         raise EvaluateError(f"{args.checkpoint}: no such checkpoint (train first: `nox -s train_dali`)")
-    if not (CHECKOUT / "tools" / "test.py").exists():
-        raise EvaluateError(f"{CHECKOUT} is not applied; run `nox -s apply`")
     if not args.ann_file.is_file():
         raise EvaluateError(f"{args.ann_file}: no val info pickle (make it with `nox -s create_data`)")
 
 
-def run_teed(cmd: list[str]) -> tuple[int, str]:
-    """Run ``cmd`` in the checkout, its output (stdout and stderr) passed through as it comes and kept."""
-    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+def run_teed(cmd: list[str], tree: Path) -> tuple[int, str]:
+    """Run ``cmd`` in the checkout's code root ``tree``, its output (stdout and stderr) passed through
+    as it comes and kept."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     kept = []
     with subprocess.Popen(
         cmd,
-        cwd=CHECKOUT,
+        cwd=tree,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -173,14 +172,15 @@ def run_teed(cmd: list[str]) -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    tree = code_root()
     try:
         _check_inputs(args)
-        config = resolve_config(args.config, args.checkpoint)
+        config = resolve_config(args.config, args.checkpoint, tree)
         cmd = test_command(args, config, on_gpu=probe(args.python)["cuda_available"])
         shutil.rmtree(args.out / "pts_bbox", ignore_errors=True)  # never report an older run's metrics
         args.out.mkdir(parents=True, exist_ok=True)
-        print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
-        code, output = run_teed(cmd)
+        print(f"$ (cd {os.path.relpath(tree, ROOT)} &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
+        code, output = run_teed(cmd, tree)
         if code != 0:
             raise EvaluateError(f"tools/test.py failed (exit {code})")
         loader = "dali" if DALI_LINE in output else "torch"

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .train import CHECKOUT, CONFIGS
+from .train import CONFIGS, code_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,12 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicate", action="store_true", help="data_loading_config.replicate_dataset_per_gpu")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(CHECKOUT))
+    tree = code_root()
+    sys.path.insert(0, str(tree))
     from dali_streampetr import build_dali_loader
     from mmcv import Config
 
     data = args.data_root.resolve()
-    cfg = Config.fromfile(str(CHECKOUT / CONFIGS["dali"]["small"]))
+    cfg = Config.fromfile(str(tree / CONFIGS["dali"]["small"]))
     cfg.data.train.data_root = f"{data}/"
     cfg.data.train.ann_file = str(data / "nuscenes2d_temporal_infos_train.pkl")
     cfg.data_loading_config.replicate_dataset_per_gpu = args.replicate

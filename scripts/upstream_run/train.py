@@ -20,9 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from overlaytool import OverlayError
+from overlaytool.tree.layout import streampetr_code_root
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
-CHECKOUT = ROOT / "upstream" / "StreamPETR"
 CONFIGS = {
     "torch": {
         "smoke": "projects/configs/cpu/stream_petr_r50_cpu_smoke.py",
@@ -96,6 +97,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def code_root() -> Path:
+    """The applied checkout's folder holding `projects/` and `tools/`, where tools/train.py and
+    tools/test.py run: its root, or where a fork moved them (`overlay_moves`). Exits 2 naming the fix
+    when the checkout is not applied (or lacks them)."""
+    try:
+        return streampetr_code_root(ROOT)
+    except OverlayError as exc:
+        print(f"upstream_run: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -106,7 +118,7 @@ def epoch_based(args: argparse.Namespace, config: str) -> bool:
     """Whether ``config`` trains outside streaming: the DALI loader then reproduces upstream's
     distributed sampler and needs a process group, also for one process."""
     out = subprocess.run(
-        [str(args.python), "-c", _EPOCH_BASED, config], cwd=CHECKOUT, capture_output=True, text=True
+        [str(args.python), "-c", _EPOCH_BASED, config], cwd=code_root(), capture_output=True, text=True
     )
     if out.returncode != 0:
         raise SystemExit(f"upstream_run train: cannot read {config}: {out.stderr.strip()[-500:]}")
@@ -152,9 +164,7 @@ def train_command(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not (CHECKOUT / "tools" / "train.py").exists():
-        print(f"upstream_run train: {CHECKOUT} is not applied; run `nox -s apply`.", file=sys.stderr)
-        return 2
+    tree = code_root()
     if not (args.data_root / "nuscenes2d_temporal_infos_train.pkl").exists():
         print(
             f"upstream_run train: {args.data_root} has no nuscenes2d_temporal_infos_train.pkl",
@@ -166,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.resume_from or args.auto_resume):  # a resumed run appends to the slot logs
         for old in args.work_dir.glob("slots_rank*.jsonl"):
             old.unlink()
-    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
-    print("$ (cd upstream/StreamPETR &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
-    code = subprocess.run(cmd, cwd=CHECKOUT, env=env).returncode
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    print(f"$ (cd {os.path.relpath(tree, ROOT)} &&", " ".join(cmd[1:]), ")", file=sys.stderr, flush=True)
+    code = subprocess.run(cmd, cwd=tree, env=env).returncode
     if code != 0:
         print(f"upstream_run train: tools/train.py failed (exit {code}).", file=sys.stderr)
         return code

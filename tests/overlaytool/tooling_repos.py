@@ -1,5 +1,5 @@
 """Helpers that build throw-away upstream repositories and project roots for the overlaytool tests
-(and the forkwatch and equivalence tests that use its small project)."""
+(and the forkwatch, equivalence and runner tests that use its small project)."""
 
 from __future__ import annotations
 
@@ -217,3 +217,19 @@ def build_project(tmp_path: Path) -> Project:
         "upstream/StreamPETR/mmdetection3d",
     )  # fmt: skip
     return Project(root, upstream, mmdet3d, history[0], history)
+
+
+def pin_layout(project: Project, files: dict[str, str], moves: str = "") -> Project:
+    """Pin a commit of upstream holding `files` (with `moves`, TOML lines, as the StreamPETR target's
+    keys: `overlay_moves`), with an overlay config; not applied."""
+    project.pin = commit_files(project.upstream, files, "layout")
+    toml = project.root / "upstream" / "streampetr.toml"
+    toml.write_text(toml.read_text().replace(project.history[0], project.pin))
+    (project.root / "overlay" / "projects" / "configs" / "dali").mkdir(parents=True)
+    (project.root / "overlay" / "projects" / "configs" / "dali" / "r50_dali.py").write_text("x = 1\n")
+    if moves:
+        config = project.root / "patches" / "config.toml"
+        config.write_text(
+            config.read_text().replace('overlay = "overlay"\n', f'overlay = "overlay"\n{moves}', 1)
+        )
+    return project

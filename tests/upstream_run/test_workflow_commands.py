@@ -73,7 +73,7 @@ def test_a_relative_checkpoint_is_taken_from_where_the_user_is(
 
 def test_unknown_config_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(evaluate.EvaluateError, match="--config nosuch: no such config"):
-        evaluate.resolve_config("nosuch", tmp_path / "iter_1.pth")
+        evaluate.resolve_config("nosuch", tmp_path / "iter_1.pth", tmp_path)
 
 
 def test_one_cpu_process_runs_test_py_directly_with_the_data_and_json_location(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ Everything here runs in the upstream (OpenMMLab) env with the applied checkout o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
-CHECKOUT = ROOT / "upstream" / "StreamPETR"
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
 KEY8_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"
 FRAMES_PER_BATCH = {"r50": 2, "accv": 8, "8key": 8, "eval": 1}  # samples x frames per sample
@@ -122,13 +122,27 @@ def default_data_root() -> Path:
     return ensure_dataset()
 
 
+@functools.cache
+def code_root() -> Path:
+    """The applied StreamPETR checkout's folder holding ``projects/`` (its root, or where a fork moved
+    its sources: ``overlay_moves``); exits naming the fix when the checkout is not applied."""
+    from overlaytool import OverlayError
+    from overlaytool.tree.layout import streampetr_code_root
+
+    try:
+        return streampetr_code_root(ROOT)
+    except OverlayError as exc:
+        raise SystemExit(f"loaderbench: {exc}") from None
+
+
 def enter_checkout() -> None:
     """Make ``projects.mmdet3d_plugin`` importable and resolve the configs' relative ``_base_``."""
-    for path in (str(CHECKOUT), str(ROOT / "overlay")):
+    tree = code_root()
+    for path in (str(tree), str(ROOT / "overlay")):
         if path in sys.path:
             sys.path.remove(path)
-    sys.path[:0] = [str(ROOT / "overlay"), str(CHECKOUT)]  # our loader first, then the checkout
-    os.chdir(CHECKOUT)
+    sys.path[:0] = [str(ROOT / "overlay"), str(tree)]  # our loader first, then the checkout
+    os.chdir(tree)
 
 
 def eval_infos(data_root: Path) -> Path:
@@ -162,7 +176,7 @@ def load_config(profile: str, data_root: Path) -> Any:
     """The mmcv Config of ``profile`` with the train set (eval: the test set) pointed at ``data_root``."""
     from mmcv import Config
 
-    cfg = Config.fromfile(str(CHECKOUT / (KEY8_CONFIG if profile == "8key" else R50_CONFIG)))
+    cfg = Config.fromfile(str(code_root() / (KEY8_CONFIG if profile == "8key" else R50_CONFIG)))
     cfg.data.train.data_root = f"{data_root}/"
     cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
     if profile == "eval":  # as tools/test.py leaves data.test

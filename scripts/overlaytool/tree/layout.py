@@ -3,8 +3,9 @@ and `projects/configs` — the checkout's root, or where a fork moved them (its 
 
 Looked for where the target's `overlay_moves` put the overlay's `projects/` folder, then at the
 root, then at any folder of the checkout's tree that holds the plugin. What needs upstream's code
-on `sys.path` (the equivalence harness, the vetting's config step) asks here instead of assuming
-the root, so a fork's layout is followed and never reported as an unapplied checkout.
+(the equivalence harness, the vetting's config step, the runners behind `nox -s train_dali`,
+`evaluate`, `slurm_smoke`, `make_data` and `bench`, the CUDA op-set check) asks here instead of
+assuming the root, so a fork's layout is followed and never reported as an unapplied checkout.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from .. import OverlayError
 from ..gitcmd import git
 from ..overlay import place
-from ..targets import Target
+from ..targets import REPO_ROOT, Target, load_targets
 from .stamp import read_stamp
 
 PLUGIN = "projects/mmdet3d_plugin"
@@ -58,3 +59,18 @@ def code_root(target: Target) -> Path:
 def configs_dir(target: Target) -> Path:
     """`projects/configs` beside the plugin (where upstream's and the overlay's configs are)."""
     return code_root(target) / CONFIGS
+
+
+def streampetr_code_root(root: Path = REPO_ROOT) -> Path:
+    """:func:`code_root` of the project's StreamPETR target (the first of `patches/config.toml`),
+    applied: where the runners run `tools/train.py` and `tools/test.py` and what they put on the
+    path. A fork that moved `projects/` keeps `tools/` beside it (`overlay_moves` moves both)."""
+    target = load_targets(root)[0]
+    code = code_root(target)
+    if not (code / "tools" / "train.py").is_file():
+        raise OverlayError(
+            f"{target.checkout} is applied, but {code / 'tools' / 'train.py'} is missing: the runners run "
+            "tools/ beside projects/. Place the overlay's tools/ there with `overlay_moves` in "
+            "patches/config.toml (docs/rebase.md), then `nox -s apply`."
+        )
+    return code

@@ -33,7 +33,7 @@ from pathlib import Path
 from slurm_local.programs import SlurmUnavailable
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
-from ..train import CHECKOUT
+from ..train import code_root
 from .progress import SmokeError, say
 from .runs import evaluate, replicate, shard_with_signal_and_requeue
 from .which_slurm import slurm
@@ -63,8 +63,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not (CHECKOUT / "tools" / "slurm_env.py").exists():
-        print(f"upstream_run slurm_smoke: {CHECKOUT} is not applied; run `nox -s apply`.", file=sys.stderr)
+    tools = code_root() / "tools"
+    if not (tools / "slurm_env.py").exists():
+        print(
+            f"upstream_run slurm_smoke: {tools} lacks the overlay's slurm_env.py; `nox -s apply`.",
+            file=sys.stderr,
+        )
         return 2
     started = time.monotonic()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops the local SLURM

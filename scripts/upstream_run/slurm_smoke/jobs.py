@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..train import CHECKOUT
+from ..train import code_root
 from .command_lines import TASKS
 from .progress import SmokeError
 
@@ -71,6 +71,7 @@ def segment(out: Path, start: int) -> str:
 def batch_script(args: argparse.Namespace, work_dir: Path, command: list[str]) -> str:
     """The sbatch script: requeueable, SIGUSR1 120 s before the time limit, output appended over
     the restarts, the tasks started by srun in the checkout, PyTorch's threads = the task's CPUs."""
+    tree = shlex.quote(str(code_root()))
     return f"""#!/bin/bash
 #SBATCH --job-name=slurm_smoke
 #SBATCH --partition={args.partition}
@@ -81,8 +82,8 @@ def batch_script(args: argparse.Namespace, work_dir: Path, command: list[str]) -
 #SBATCH --open-mode=append
 #SBATCH --output={work_dir}/slurm-%j.out
 echo "slurm_smoke: start ${{SLURM_RESTART_COUNT:-0}} of job $SLURM_JOB_ID"
-cd {shlex.quote(str(CHECKOUT))}
-export PYTHONPATH={shlex.quote(str(CHECKOUT))} OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK
+cd {tree}
+export PYTHONPATH={tree} OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK
 srun --kill-on-bad-exit=1 {shlex.join(command)}
 """
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from upstream_env.paths import ROOT
 
 from ..evaluate import format_metrics, read_metrics
-from ..train import CHECKOUT
+from ..train import code_root
 from .command_lines import TASKS, test_line, train_line
 from .jobs import run, segment, submit, tail, wait_for
 from .progress import SmokeError, say
@@ -100,8 +100,9 @@ def evaluate(env: dict[str, str], args: argparse.Namespace, checkpoint: Path) ->
     shutil.rmtree(out, ignore_errors=True)
     cmd = test_line(args, checkpoint, out)
     say(f"evaluate: $ {shlex.join(cmd)}")
-    env = {**env, "PYTHONPATH": str(CHECKOUT), "OMP_NUM_THREADS": str(args.cpus_per_task)}
-    done = subprocess.run(cmd, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=args.timeout)
+    tree = code_root()
+    env = {**env, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.cpus_per_task)}
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=args.timeout)
     if done.returncode != 0:
         output = done.stdout[-4000:] + done.stderr[-4000:]
         raise SmokeError(f"tools/test.py under srun failed ({done.returncode}):\n{output}")

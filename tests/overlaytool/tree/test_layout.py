@@ -7,25 +7,11 @@ from __future__ import annotations
 import pytest
 from overlaytool import OverlayError
 from overlaytool.targets import load_targets
-from overlaytool.tree.layout import code_root, configs_dir
-from rebase_scenario import set_target_keys
-from tooling_repos import Project, commit_files
+from overlaytool.tree.layout import code_root, configs_dir, streampetr_code_root
+from tooling_repos import Project, pin_layout
 
 PLUGIN = {"projects/mmdet3d_plugin/__init__.py": "REGISTERED = True\n"}
 CONFIG = {"projects/configs/StreamPETR/r50.py": "model = dict(type='StreamPETR')\ndata = dict()\n"}
-
-
-def pin_at(project: Project, files: dict[str, str], moves: str = "") -> Project:
-    """Pin a commit of upstream holding `files` (with `moves` as the target's overlay_moves), add an
-    overlay config, apply."""
-    project.pin = commit_files(project.upstream, files, "layout")
-    toml = project.root / "upstream" / "streampetr.toml"
-    toml.write_text(toml.read_text().replace(project.history[0], project.pin))
-    (project.root / "overlay" / "projects" / "configs" / "dali").mkdir(parents=True)
-    (project.root / "overlay" / "projects" / "configs" / "dali" / "r50_dali.py").write_text("x = 1\n")
-    if moves:
-        set_target_keys(project, moves)
-    return project
 
 
 def streampetr(project: Project):
@@ -33,7 +19,7 @@ def streampetr(project: Project):
 
 
 def test_the_root_layout(project: Project) -> None:
-    pin_at(project, {**PLUGIN, **CONFIG})
+    pin_layout(project, {**PLUGIN, **CONFIG})
     with pytest.raises(
         OverlayError, match=r"StreamPETR is not an applied StreamPETR checkout; run `nox -s apply`"
     ):
@@ -45,7 +31,7 @@ def test_the_root_layout(project: Project) -> None:
 
 def test_a_fork_with_its_sources_under_src_is_followed(project: Project) -> None:
     moved = {f"src/{k}": v for k, v in {**PLUGIN, **CONFIG}.items()}
-    pin_at(project, moved, '[target.overlay_moves]\nprojects = "src/projects"\n')
+    pin_layout(project, moved, '[target.overlay_moves]\nprojects = "src/projects"\n')
     assert project.run("apply") == 0
     assert (project.checkout / "src" / "projects" / "configs" / "dali" / "r50_dali.py").is_file()
     assert code_root(streampetr(project)) == project.checkout / "src"
@@ -53,16 +39,36 @@ def test_a_fork_with_its_sources_under_src_is_followed(project: Project) -> None
 
 
 def test_the_plugin_is_found_in_the_tree_without_overlay_moves(project: Project) -> None:
-    pin_at(project, {f"python/src/{k}": v for k, v in PLUGIN.items()})
+    pin_layout(project, {f"python/src/{k}": v for k, v in PLUGIN.items()})
     assert project.run("apply") == 0
     assert code_root(streampetr(project)) == project.checkout / "python" / "src"
 
 
 def test_an_applied_checkout_without_the_plugin_is_not_called_unapplied(project: Project) -> None:
-    pin_at(project, CONFIG)
+    pin_layout(project, CONFIG)
     assert project.run("apply") == 0
     with pytest.raises(OverlayError) as caught:
         code_root(streampetr(project))
     message = str(caught.value)
     assert f"{project.checkout} is applied, but holds no projects/mmdet3d_plugin" in message
     assert "overlay_moves" in message and "not an applied" not in message
+
+
+def test_the_runners_code_root_needs_tools_beside_the_moved_projects(project: Project) -> None:
+    """`streampetr_code_root` (what the runners run from): the moved `projects/` with `tools/` beside
+    it; a fork that moved `projects/` but not the overlay's `tools/` is named, not called unapplied."""
+    moved = {f"src/{k}": v for k, v in {**PLUGIN, **CONFIG}.items()}
+    pin_layout(
+        project,
+        {**moved, "src/tools/train.py": "x = 1\n"},
+        '[target.overlay_moves]\nprojects = "src/projects"\n',
+    )
+    with pytest.raises(OverlayError, match=r"is not an applied StreamPETR checkout; run `nox -s apply`"):
+        streampetr_code_root(project.root)
+    assert project.run("apply") == 0
+    assert streampetr_code_root(project.root) == project.checkout / "src"
+    (project.checkout / "src" / "tools" / "train.py").unlink()
+    with pytest.raises(
+        OverlayError, match=r"src/tools/train.py is missing: the runners run tools/ beside projects/"
+    ):
+        streampetr_code_root(project.root)
