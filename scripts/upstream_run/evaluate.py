@@ -172,9 +172,9 @@ def run_teed(cmd: list[str], tree: Path) -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tree = code_root()
     try:
         _check_inputs(args)
+        tree = code_root()
         config = resolve_config(args.config, args.checkpoint, tree)
         cmd = test_command(args, config, on_gpu=probe(args.python)["cuda_available"])
         shutil.rmtree(args.out / "pts_bbox", ignore_errors=True)  # never report an older run's metrics
