@@ -30,13 +30,19 @@ def require_applied(target: Target) -> None:
         raise OverlayError(f"{checkout} is not an applied {target.label} checkout; run `nox -s apply`")
 
 
+def _looked_at(target: Target) -> list[str]:
+    """Where the plugin is looked for first: where `overlay_moves` put the overlay's `projects/`, then
+    the root (folders relative to the checkout)."""
+    moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", target.overlay_moves)))
+    return [moved, ""] if moved else [""]
+
+
 def code_root(target: Target) -> Path:
     """The folder of the applied checkout that holds `projects/mmdet3d_plugin` (what goes on
     `sys.path`); an applied checkout without it is an error naming where it looked."""
     require_applied(target)
     checkout = target.checkout
-    moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", target.overlay_moves)))
-    looked = [moved, ""] if moved else [""]
+    looked = _looked_at(target)
     for rel in looked:
         if (checkout / rel / PLUGIN).is_dir():
             return checkout / rel if rel else checkout
@@ -64,9 +70,15 @@ def configs_dir(target: Target) -> Path:
 def streampetr_code_root(root: Path = REPO_ROOT) -> Path:
     """:func:`code_root` of the project's StreamPETR target (the first of `patches/config.toml`),
     applied: where the runners run `tools/train.py` and `tools/test.py` and what they put on the
-    path. A fork that moved `projects/` keeps `tools/` beside it (`overlay_moves` moves both)."""
+    path. A fork that moved `projects/` keeps `tools/` beside it (`overlay_moves` moves both). A tree
+    that holds both where :func:`code_root` looks first is taken without asking git: the GPU stack
+    kit carries the applied tree without `.git` (checked against its digests instead)."""
     target = load_targets(root)[0]
-    code = code_root(target)
+    for rel in _looked_at(target):  # also an applied tree without git: the GPU stack kit's (digests)
+        code = target.checkout / rel if rel else target.checkout
+        if (code / PLUGIN).is_dir() and (code / "tools" / "train.py").is_file():
+            return code
+    code = code_root(target)  # unapplied: says so; else the plugin wherever it is
     if not (code / "tools" / "train.py").is_file():
         raise OverlayError(
             f"{target.checkout} is applied, but {code / 'tools' / 'train.py'} is missing: the runners run "

@@ -4,6 +4,8 @@ wherever the tree holds the plugin; an unapplied checkout and one without the pl
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from overlaytool import OverlayError
 from overlaytool.targets import load_targets
@@ -72,3 +74,12 @@ def test_the_runners_code_root_needs_tools_beside_the_moved_projects(project: Pr
         OverlayError, match=r"src/tools/train.py is missing: the runners run tools/ beside projects/"
     ):
         streampetr_code_root(project.root)
+
+
+def test_the_runners_take_an_applied_tree_without_git(project: Project) -> None:
+    """The GPU stack kit carries the applied tree without `.git` (its digests checked instead): the
+    runners' code root is still found where the plugin and tools/train.py are."""
+    pin_layout(project, {**PLUGIN, **CONFIG})
+    assert project.run("apply") == 0
+    shutil.rmtree(project.checkout / ".git")
+    assert streampetr_code_root(project.root) == project.checkout
