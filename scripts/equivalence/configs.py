@@ -2,7 +2,7 @@
 
 Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, found
 where the checkout's layout puts them (a fork with its sources under ``src/``, the target's
-``overlay_moves``: :func:`overlaytool.tree.layout.configs_dir`); the overlay's own configs are left
+``overlay_moves``: :func:`overlaytool.tree.code_root.configs_dir`); the overlay's own configs are left
 out. A file is skipped by rule, and the row says why, when it is no training config: it assigns
 none of ``_base_``, ``data`` and ``model`` (read without running it), a ``_base_`` it names does not
 exist, or once loaded it lacks ``model`` or ``data.<split>``.
@@ -16,7 +16,7 @@ from typing import Any
 
 from overlaytool.overlay import overlay_files
 from overlaytool.targets import Target
-from overlaytool.tree.layout import configs_dir
+from overlaytool.tree.code_root import configs_dir
 
 
 def upstream_configs(target: Target) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from overlaytool.targets import Target, load_targets
-from overlaytool.tree.layout import PLUGIN, code_root
+from overlaytool.tree.code_root import PLUGIN, code_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
@@ -30,7 +30,7 @@ def streampetr_target(root: Path = REPO_ROOT) -> Target:
 
 def upstream_root(target: Target | None = None) -> Path:
     """The folder of the applied checkout holding ``projects/`` (``src/`` in a fork that moved its
-    sources there): :func:`overlaytool.tree.layout.code_root` of the StreamPETR target."""
+    sources there): :func:`overlaytool.tree.code_root.code_root` of the StreamPETR target."""
     return code_root(target or streampetr_target())
 
 

@@ -20,7 +20,7 @@ from overlaytool import OverlayError
 from overlaytool.overlay import overlay_files
 from overlaytool.rebase.references import reference_lines
 from overlaytool.targets import load_targets
-from overlaytool.tree.layout import code_root
+from overlaytool.tree.code_root import code_root
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool

@@ -332,7 +332,7 @@ def _code_root(given: Path | None) -> Path:
     """``--checkout`` as given, else the applied StreamPETR checkout's code root (its root, or where a
     fork moved its sources: `overlay_moves`)."""
     from overlaytool import OverlayError
-    from overlaytool.tree.layout import streampetr_code_root
+    from overlaytool.tree.code_root import streampetr_code_root
 
     try:
         root = given or streampetr_code_root(REPO_ROOT)

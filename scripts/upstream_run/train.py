@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from overlaytool import OverlayError
-from overlaytool.tree.layout import streampetr_code_root
+from overlaytool.tree.code_root import streampetr_code_root
 from upstream_env.paths import ENV_DIR, ROOT, env_python
 
 CONFIGS = {

@@ -127,7 +127,7 @@ def code_root() -> Path:
     """The applied StreamPETR checkout's folder holding ``projects/`` (its root, or where a fork moved
     its sources: ``overlay_moves``); exits naming the fix when the checkout is not applied."""
     from overlaytool import OverlayError
-    from overlaytool.tree.layout import streampetr_code_root
+    from overlaytool.tree.code_root import streampetr_code_root
 
     try:
         return streampetr_code_root(ROOT)

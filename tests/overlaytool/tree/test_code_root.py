@@ -1,4 +1,4 @@
-"""Where the tools find StreamPETR's code in an applied checkout (`overlaytool.tree.layout`): at the
+"""Where the tools find StreamPETR's code in an applied checkout (`overlaytool.tree.code_root`): at the
 root, where `overlay_moves` put the overlay's `projects/` (a fork with its sources under `src/`), or
 wherever the tree holds the plugin; an unapplied checkout and one without the plugin are told apart."""
 
@@ -9,7 +9,7 @@ import shutil
 import pytest
 from overlaytool import OverlayError
 from overlaytool.targets import load_targets
-from overlaytool.tree.layout import code_root, configs_dir, streampetr_code_root
+from overlaytool.tree.code_root import code_root, configs_dir, streampetr_code_root
 from tooling_repos import Project, pin_layout
 
 PLUGIN = {"projects/mmdet3d_plugin/__init__.py": "REGISTERED = True\n"}
