@@ -20,8 +20,7 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from overlaytool.cache import is_cached  # noqa: E402
-from overlaytool.targets import load_targets  # noqa: E402
+from overlaytool import is_cached, load_targets  # noqa: E402
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
@@ -33,8 +32,7 @@ UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
 if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
-    from wheelhouse import WheelhouseError
-    from wheelhouse.offline import activate
+    from wheelhouse import WheelhouseError, activate
 
     try:
         os.environ.update(activate(Path(os.environ["STREAMPETR_WHEELHOUSE"])))

@@ -1,14 +1,14 @@
 """The packages of scripts/ and overlay/ import each other in one direction only: no two of them
 import each other (read from the code, lazy imports inside functions included); inside
-overlaytool, no module imports from a floor above its own; and scripts/ reach the loader
-package only through its faces, the package's entry points and its toolkit module."""
+overlaytool, no module imports from a floor above its own; and every package, the noxfile and
+overlay/tools reach another package only through its faces (:data:`FACES`): its root, a name of its
+``__all__``, and for the loader its toolkit module."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
-
-import dali_streampetr
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = ("scripts", "overlay")
@@ -135,46 +135,110 @@ def test_an_import_from_a_higher_floor_is_named(tmp_path: Path) -> None:
     ]
 
 
-LOADER = "dali_streampetr"
-LOADER_FACES = {LOADER, f"{LOADER}.toolkit"}  # the entry points (__all__, lazy) and the tools' parts
+# Every package of scripts/ and overlay/ -> its faces: the modules another package (or the noxfile)
+# may import. `from <root> import name` takes a name of the root's `__all__` only (not a submodule).
+FACES = {
+    "batchview": {"batchview"},
+    "equivalence": {"equivalence"},
+    "forkwatch": {"forkwatch"},
+    "gpukit": {"gpukit"},
+    "loaderbench": {"loaderbench"},
+    "overlaytool": {"overlaytool"},
+    "slurm_local": {"slurm_local"},
+    "synthdata": {"synthdata"},
+    "upstream_env": {"upstream_env"},
+    "upstream_run": {"upstream_run"},
+    "wheelhouse": {"wheelhouse"},
+    "dali_streampetr": {"dali_streampetr", "dali_streampetr.toolkit"},  # the entry points; the tools' parts
+}
 
 
-def past_the_faces(root: Path, entry_points: set[str]) -> list[str]:
-    """``file:line module`` of every import under ``root`` that reaches a module of the loader package
-    other than its faces: ``import``/``from`` a submodule, or ``from dali_streampetr import`` a name
-    that is not an entry point (a submodule)."""
+def importers(repo: Path) -> dict[Path, str]:
+    """Every Python file of scripts/, overlay/ and the noxfile -> the package (folder) it belongs to."""
+    files = {repo / "noxfile.py": "noxfile"}
+    for root in SOURCE_ROOTS:
+        for path in (repo / root).rglob("*.py"):
+            parts = path.relative_to(repo / root).parts
+            files[path] = parts[0] if len(parts) > 1 else path.stem
+    return files
+
+
+def past_the_faces(repo: Path, faces: dict[str, set[str]], exported: dict[str, set[str]]) -> list[str]:
+    """``file:line module`` of every import (lazy ones included) that reaches a module of another
+    package than its faces: ``import``/``from`` a module past them, or ``from <root> import`` a name
+    the root does not export (``exported``: package -> its ``__all__``)."""
     found = []
-    for path in sorted(root.rglob("*.py")):
+    for path, owner in sorted(importers(repo).items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
-                if node.module == LOADER:
-                    names += [f"{LOADER}.{a.name}" for a in node.names if a.name not in entry_points]
+                if node.module in exported:
+                    names += [
+                        f"{node.module}.{a.name}" for a in node.names if a.name not in exported[node.module]
+                    ]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             else:
                 continue
             for name in names:
-                if name.split(".")[0] == LOADER and name not in LOADER_FACES:
-                    found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+                package = name.split(".")[0]
+                if package in faces and package != owner and name not in faces[package]:
+                    found.append(f"{path.relative_to(repo).as_posix()}:{node.lineno} {name}")
     return found
 
 
-def test_scripts_reach_the_loader_only_through_its_faces() -> None:
-    assert past_the_faces(REPO_ROOT / "scripts", set(dali_streampetr.__all__)) == []
+def packages(repo: Path) -> set[str]:
+    return {p.parent.name for root in SOURCE_ROOTS for p in (repo / root).glob("*/__init__.py")}
+
+
+def test_every_package_is_reached_through_its_faces_only() -> None:
+    assert packages(REPO_ROOT) == FACES.keys(), "every package has its row in FACES"
+    exported = {name: set(getattr(importlib.import_module(name), "__all__", ())) for name in FACES}
+    assert past_the_faces(REPO_ROOT, FACES, exported) == []
+
+
+def test_every_name_of_a_face_is_there() -> None:
+    """A scripts/ face lists only names its modules define, none named like a submodule (which would
+    hide the name once the submodule is imported); the loader's face is the loader's own tests'."""
+    for name in FACES.keys() - {"dali_streampetr"}:
+        face = importlib.import_module(name)
+        folder = Path(face.__file__).parent
+        modules = {p.stem for p in folder.glob("*.py")} | {
+            p.parent.name for p in folder.glob("*/__init__.py")
+        }
+        names = getattr(face, "__all__", ())  # none: a command-line package, no names for others
+        assert not set(names) & modules, name
+        for public in names:
+            assert getattr(face, public) is not None, f"{name}.{public}"
 
 
 def test_an_import_past_the_faces_is_named(tmp_path: Path) -> None:
-    (tmp_path / "tool.py").write_text(
-        "import dali_streampetr\n"
-        "from dali_streampetr import build_loader, loader\n"
-        "from dali_streampetr.toolkit import ImageSource\n"
-        "def f():\n"
-        "    from dali_streampetr.sampling.plan import frame_draw\n"
-        "    import dali_streampetr.runner.collate\n"
-    )
-    assert past_the_faces(tmp_path, {"build_loader"}) == [
-        "tool.py:2 dali_streampetr.loader",
-        "tool.py:5 dali_streampetr.sampling.plan",
-        "tool.py:6 dali_streampetr.runner.collate",
+    for rel, body in {
+        "noxfile.py": "from tool import run\nfrom tool.cli import main\n",
+        "scripts/tool/__init__.py": "",
+        "scripts/tool/cli.py": "from tool import helpers\nimport other.deep\n",
+        "scripts/other/__init__.py": "",
+        "scripts/other/use.py": (
+            "import tool\nfrom tool import run, cli\n"
+            "def f():\n    from tool.cli import main\n    import dali_streampetr.runner.collate\n"
+        ),
+        "overlay/dali_streampetr/__init__.py": "",
+        "overlay/tools/driver.py": "from dali_streampetr.toolkit import ImageSource\nfrom other import use\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    faces = {
+        "tool": {"tool"},
+        "other": {"other"},
+        "dali_streampetr": {"dali_streampetr", "dali_streampetr.toolkit"},
+    }
+    exported = {"tool": {"run"}, "other": set(), "dali_streampetr": set()}
+    assert packages(tmp_path) == faces.keys()
+    assert past_the_faces(tmp_path, faces, exported) == [
+        "noxfile.py:2 tool.cli",
+        "overlay/tools/driver.py:2 other.use",
+        "scripts/other/use.py:2 tool.cli",
+        "scripts/other/use.py:4 tool.cli",
+        "scripts/other/use.py:5 dali_streampetr.runner.collate",
+        "scripts/tool/cli.py:2 other.deep",
     ]

@@ -14,9 +14,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from overlaytool.overlay import overlay_files
-from overlaytool.targets import Target
-from overlaytool.tree.code_root import configs_dir
+from overlaytool import Target, configs_dir, overlay_files
 
 
 def upstream_configs(target: Target) -> list[str]:

@@ -39,7 +39,7 @@ def _raising_frame(tb: TracebackType | None) -> TracebackType | None:
 def train_scenes_needed(train_scenes: int) -> int | None:
     """The smallest ``--scenes`` of ``make_data`` whose train split has ``train_scenes`` scenes (the
     synthetic set interleaves val scenes), or None beyond the synthetic set's scenes."""
-    from synthdata.catalog import MINI_SCENES
+    from synthdata import MINI_SCENES
 
     count = 0
     for n, (_, split) in enumerate(MINI_SCENES, 1):

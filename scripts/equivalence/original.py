@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from overlaytool.targets import Target, load_targets
-from overlaytool.tree.code_root import PLUGIN, code_root
+from overlaytool import PLUGIN, Target, code_root, load_targets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"

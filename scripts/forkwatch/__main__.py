@@ -13,8 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from overlaytool.cache import cache_root
-from overlaytool.targets import REPO_ROOT
+from overlaytool import REPO_ROOT, cache_root
 
 from . import ForkwatchError
 from .sources import load_sources

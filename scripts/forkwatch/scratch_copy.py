@@ -16,9 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from overlaytool import OverlayError
-from overlaytool.cache import mirror_lock
-from overlaytool.targets import load_targets
+from overlaytool import OverlayError, load_targets, mirror_lock
 
 from . import ForkwatchError
 

@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from overlaytool.atomic_write import write_atomic
+from overlaytool import write_atomic
 
 from . import ForkwatchError
 

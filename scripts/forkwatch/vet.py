@@ -16,11 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import OverlayError
-from overlaytool.overlay import overlay_files
-from overlaytool.rebase.references import reference_lines
-from overlaytool.targets import load_targets
-from overlaytool.tree.code_root import code_root
+from overlaytool import OverlayError, code_root, load_targets, overlay_files, reference_lines
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool

@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from overlaytool.targets import load_targets
+from overlaytool import load_targets
 
 from . import ForkwatchError
 from .check_outcome import CARRIES_OVER, ERROR, UNREACHABLE, CheckOutcome, outcome_of

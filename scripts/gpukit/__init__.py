@@ -15,3 +15,31 @@ files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, neve
   tests, training on both loaders, evaluation and the benchmark (it runs the project's unpacked sources)
 - :mod:`.plugin`      the pytest plugin the runner loads instead of ``tests/conftest.py``
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> the module of this package that defines it ("module:name" where the face renames it)
+_EXPORTS = {
+    "clean_pip_env": "node",
+    "link_torch": "node",
+    "probe": "node",
+    "FORMAT": "parts",
+    "MANIFEST": "parts",
+    "sha256": "parts",
+    "main": "runner",
+    "CheckError": "steps",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the face, imported from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value

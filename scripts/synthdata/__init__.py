@@ -18,6 +18,25 @@ Command line: `python -m synthdata --out DIR --scenes N --samples-per-scene M --
 
 from __future__ import annotations
 
-from .dataset import DEFAULT_SAMPLES_PER_SCENE, DEFAULT_SCENES, default_root, ensure_dataset
+import importlib
+from typing import Any
 
-__all__ = ["DEFAULT_SAMPLES_PER_SCENE", "DEFAULT_SCENES", "default_root", "ensure_dataset"]
+# name -> the module of this package that defines it ("module:name" where the face renames it)
+_EXPORTS = {
+    "MINI_SCENES": "catalog",
+    "DEFAULT_SAMPLES_PER_SCENE": "dataset",
+    "DEFAULT_SCENES": "dataset",
+    "default_root": "dataset",
+    "ensure_dataset": "dataset",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the face, imported from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value

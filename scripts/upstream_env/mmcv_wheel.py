@@ -21,8 +21,8 @@ import time
 import zipfile
 from pathlib import Path
 
-import gpukit.node
-from gpukit.steps import CheckError
+import gpukit
+from gpukit import CheckError
 
 from . import EnvBuildError, cuda_toolkit, op_set
 from .paths import store_wheel, wheel_cache
@@ -43,7 +43,7 @@ def probe(python: Path) -> dict:
     """Python tag, torch version, CUDA facts and torch's site folder of the env's interpreter (the
     GPU check kit's probe: one way to ask a python about its torch)."""
     try:
-        node = gpukit.node.probe(python)
+        node = gpukit.probe(python)
     except CheckError as exc:
         raise EnvBuildError(str(exc)) from None
     return {"py": node["tag"][2:], "torch": node["torch"], "cuda": node["torch_cuda"],

@@ -14,9 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from overlaytool.cache import mirror_path
-from overlaytool.gitcmd import has_commit
-from overlaytool.pins import Pin, load_pin
+from overlaytool import Pin, has_commit, load_pin, mirror_path
 
 from . import EnvBuildError
 from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache

@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from gpukit.node import link_torch
+from gpukit import link_torch
 
 from . import EnvBuildError
 from .paths import CONSTRAINTS, REQUIREMENTS

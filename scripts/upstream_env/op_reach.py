@@ -331,13 +331,9 @@ def _hook_classes(cfg: object) -> list[type]:
 def _code_root(given: Path | None) -> Path:
     """``--checkout`` as given, else the applied StreamPETR checkout's code root (its root, or where a
     fork moved its sources: `overlay_moves`)."""
-    from overlaytool import OverlayError
-    from overlaytool.tree.code_root import streampetr_code_root
+    from overlaytool import require_code_root
 
-    try:
-        root = given or streampetr_code_root(REPO_ROOT)
-    except OverlayError as exc:
-        raise SystemExit(f"upstream_env.op_reach: {exc}") from None
+    root = given or require_code_root("upstream_env.op_reach", REPO_ROOT)
     if not (root / "projects" / "mmdet3d_plugin").is_dir():
         raise SystemExit(f"{root} holds no projects/mmdet3d_plugin: not an applied StreamPETR checkout")
     return root

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from overlaytool.cache import cache_root
+from overlaytool import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "upstream.txt"

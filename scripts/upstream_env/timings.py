@@ -15,8 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from overlaytool.atomic_write import write_atomic
-from overlaytool.cache import cache_root
+from overlaytool import cache_root, write_atomic
 
 # step -> (seconds measured cold on a 2-core host, whether it is CPU-bound: scales with cores).
 # The cold `nox -s train_dali` of 2026-12-01 on an idle 2-core host (load 0.1-1.8), the reduced op

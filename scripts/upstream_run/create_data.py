@@ -17,9 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from upstream_env.paths import ENV_DIR, env_python
-
-from .train import code_root
+from overlaytool import require_code_root
+from upstream_env import ENV_DIR, env_python
 
 PREFIX = "nuscenes2d"
 SPLITS = {"v1.0-mini": ("train", "val"), "v1.0-trainval": ("train", "val"), "v1.0-test": ("test",)}
@@ -73,7 +72,7 @@ def converter_command(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tools = code_root() / "tools"
+    tools = require_code_root("upstream_run") / "tools"
     try:
         if not (tools / "create_data_nusc.py").exists():
             raise CreateDataError(f"{tools} has no create_data_nusc.py, StreamPETR's converter")

@@ -26,10 +26,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from upstream_env.mmcv_wheel import probe
-from upstream_env.paths import ENV_DIR, ROOT, env_python
+from overlaytool import require_code_root
+from upstream_env import ENV_DIR, ROOT, env_python, probe
 
-from .train import CONFIGS, code_root, free_port
+from .train import CONFIGS, free_port
 
 VAL_INFOS = "nuscenes2d_temporal_infos_val.pkl"
 LOADERS = ("dali", "torch")
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         _check_inputs(args)
-        tree = code_root()
+        tree = require_code_root("upstream_run")
         config = resolve_config(args.config, args.checkpoint, tree)
         cmd = test_command(args, config, on_gpu=probe(args.python)["cuda_available"])
         shutil.rmtree(args.out / "pts_bbox", ignore_errors=True)  # never report an older run's metrics

@@ -12,7 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .train import CONFIGS, code_root
+from overlaytool import require_code_root
+
+from .train import CONFIGS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicate", action="store_true", help="data_loading_config.replicate_dataset_per_gpu")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    tree = code_root()
+    tree = require_code_root("upstream_run")
     sys.path.insert(0, str(tree))
     from dali_streampetr import build_dali_loader
     from mmcv import Config

@@ -20,9 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from overlaytool import OverlayError
-from overlaytool.tree.code_root import streampetr_code_root
-from upstream_env.paths import ENV_DIR, ROOT, env_python
+from overlaytool import require_code_root
+from upstream_env import ENV_DIR, ROOT, env_python
 
 CONFIGS = {
     "torch": {
@@ -97,17 +96,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def code_root() -> Path:
-    """The applied checkout's folder holding `projects/` and `tools/`, where tools/train.py and
-    tools/test.py run: its root, or where a fork moved them (`overlay_moves`). Exits 2 naming the fix
-    when the checkout is not applied (or lacks them)."""
-    try:
-        return streampetr_code_root(ROOT)
-    except OverlayError as exc:
-        print(f"upstream_run: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -118,7 +106,10 @@ def epoch_based(args: argparse.Namespace, config: str) -> bool:
     """Whether ``config`` trains outside streaming: the DALI loader then reproduces upstream's
     distributed sampler and needs a process group, also for one process."""
     out = subprocess.run(
-        [str(args.python), "-c", _EPOCH_BASED, config], cwd=code_root(), capture_output=True, text=True
+        [str(args.python), "-c", _EPOCH_BASED, config],
+        cwd=require_code_root("upstream_run"),
+        capture_output=True,
+        text=True,
     )
     if out.returncode != 0:
         raise SystemExit(f"upstream_run train: cannot read {config}: {out.stderr.strip()[-500:]}")
@@ -164,7 +155,7 @@ def train_command(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tree = code_root()
+    tree = require_code_root("upstream_run")
     if not (args.data_root / "nuscenes2d_temporal_infos_train.pkl").exists():
         print(
             f"upstream_run train: {args.data_root} has no nuscenes2d_temporal_infos_train.pkl",

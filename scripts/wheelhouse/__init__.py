@@ -20,6 +20,26 @@ It imports the kit's node side (``gpukit``), which imports nothing of it.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 
 class WheelhouseError(Exception):
     """A user-facing failure naming the file, package or step."""
+
+
+# name -> the module of this package that defines it ("module:name" where the face renames it)
+_EXPORTS = {
+    "activate": "offline",
+}
+__all__ = sorted([*_EXPORTS, "WheelhouseError"])
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the face, imported from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value

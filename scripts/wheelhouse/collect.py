@@ -52,12 +52,17 @@ def collect_nox(python: str, out: Path) -> list[Locked]:
 def source_built_wheels() -> tuple[Path, Path, dict]:
     """The cached mmcv-full wheel of the OpenMMLab env's flavour and the mmdet3d wheel of the pin,
     built first (with the env) when missing."""
-    from upstream_env.build import build as build_env
-    from upstream_env.build import is_current, read_stamp
-    from upstream_env.mmcv_wheel import ensure_mmcv_wheel
-    from upstream_env.mmdet3d_wheel import ensure_mmdet3d_wheel
-    from upstream_env.paths import ENV_DIR, LOG_FILE, env_python
-    from upstream_env.runlog import BuildLog
+    from upstream_env import (
+        ENV_DIR,
+        LOG_FILE,
+        BuildLog,
+        build_env,
+        ensure_mmcv_wheel,
+        ensure_mmdet3d_wheel,
+        env_python,
+        is_current,
+        read_stamp,
+    )
 
     if not is_current(ENV_DIR):
         build_env(ENV_DIR)
@@ -78,9 +83,7 @@ def collect_upstream(python: str, out: Path) -> list[Locked]:
     """The OpenMMLab env: its index wheels, the cached mmcv-full wheel (and sdist, to compile other
     ops offline), the mmdet3d wheel, the locks ``upstream.txt`` and ``upstream-nodeps.txt``
     (installed with ``--no-deps``, as the env builder does) and ``source-built.json``."""
-    from upstream_env.build import NO_DEPS
-    from upstream_env.mmcv_wheel import SDIST
-    from upstream_env.paths import wheel_cache
+    from upstream_env import NO_DEPS, SDIST, wheel_cache
 
     mmcv_dir, mmdet3d_dir, info = source_built_wheels()
     entries = collect_env(python, out, "upstream", links=mmcv_dir)

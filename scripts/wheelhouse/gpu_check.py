@@ -12,9 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpukit.node import probe
-from gpukit.runner import main as runner_main
-from gpukit.steps import CheckError
+from gpukit import CheckError, probe
+from gpukit import main as runner_main
 
 from .__main__ import main as wheelhouse_main
 from .kit_sources import ROOT

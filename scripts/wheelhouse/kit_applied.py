@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from gpukit.parts import sha256
+from gpukit import sha256
 
 from .kit_sources import ROOT
 
@@ -35,9 +35,7 @@ def _checkout_files(checkout: Path, stamp: dict) -> list[str]:
 def applied_tree(dest: Path, facts_dest: Path, root: Path = ROOT) -> dict:
     """``dest`` (tar.gz of every target's applied checkout, paths from the repository root) and
     ``facts_dest`` (JSON: pins, apply digests, files -> sha256); returns the facts."""
-    from overlaytool.targets import load_targets
-    from overlaytool.tree.apply import apply_all
-    from overlaytool.tree.stamp import read_stamp
+    from overlaytool import apply_all, load_targets, read_stamp
 
     targets = load_targets(root)
     apply_all(targets)  # refuses local edits; a no-op when the checkout is current

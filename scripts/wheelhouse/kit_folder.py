@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import gpukit
-from gpukit.parts import FORMAT, MANIFEST, sha256
+from gpukit import FORMAT, MANIFEST, sha256
 
 from .kit_sources import SOURCE_ARCHIVE, source_archive
 from .requirement_locks import Locked

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from upstream_env.node_torch import with_dali
+from upstream_env import with_dali
 
 from .kit_sources import ROOT
 from .requirement_locks import Locked, resolve, run_pip, write_lock

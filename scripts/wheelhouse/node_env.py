@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
-from gpukit.node import clean_pip_env
+from gpukit import clean_pip_env
 
 from .offline import seed_cache
 
@@ -33,10 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.clear()
     os.environ.update(offline, PIP_FIND_LINKS=str(args.wheelhouse))
     print(f"node_env: wheel cache seeded with {len(seeded)} entries; index disabled", flush=True)
-    from upstream_env.__main__ import main as upstream_env
-
     print("node_env: upstream_env", args.command, *choices, flush=True)
-    return upstream_env([args.command, *choices])
+    return subprocess.run([sys.executable, "-m", "upstream_env", args.command, *choices]).returncode
 
 
 if __name__ == "__main__":

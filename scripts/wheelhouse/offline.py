@@ -19,7 +19,7 @@ ENV_VAR = "STREAMPETR_WHEELHOUSE"
 def seed_cache(folder: Path) -> list[Path]:
     """Copy the mmcv-full wheel (with its build facts), the mmdet3d wheel and the mmcv-full sdist
     into the per-user wheel cache where the env builder looks; existing entries are kept."""
-    from upstream_env.paths import store_wheel, wheel_cache
+    from upstream_env import store_wheel, wheel_cache
 
     facts_path = folder / "locks" / SOURCE_BUILT
     if not facts_path.is_file():

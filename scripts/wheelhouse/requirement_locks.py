@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from gpukit.node import clean_pip_env
-from gpukit.parts import sha256  # the one file hash: the kit's, which must run alone on a node
-from upstream_env.node_torch import normalise, requirement_name
+from gpukit import (
+    clean_pip_env,
+    sha256,  # the one file hash: the kit's, which must run alone on a node
+)
+from upstream_env import normalise, requirement_name
 
 from . import WheelhouseError
 

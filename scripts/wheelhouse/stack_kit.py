@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpukit.parts import FORMAT, MANIFEST
+from gpukit import FORMAT, MANIFEST
 
 from . import WheelhouseError
 from .collect import SOURCE_BUILT, collect_toolkit
@@ -41,11 +41,8 @@ STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constr
 def source_built(out: Path, python: str) -> dict:
     """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
     (no mmcv-full wheel: the node compiles it)."""
-    from upstream_env import EnvBuildError
-    from upstream_env.mmcv_wheel import sdist as mmcv_sdist
-    from upstream_env.mmdet3d_wheel import ensure_mmdet3d_wheel
-    from upstream_env.paths import LOG_FILE
-    from upstream_env.runlog import BuildLog
+    from upstream_env import LOG_FILE, BuildLog, EnvBuildError, ensure_mmdet3d_wheel
+    from upstream_env import sdist as mmcv_sdist
 
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
@@ -87,7 +84,7 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
                     toolkit: bool = False) -> Path:  # fmt: skip
     """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring. ``toolkit``: carry
     every wheel of the CUDA toolkit's lock (a node without nvcc), not only its cuobjdump."""
-    from upstream_env.cuda_toolkit import CUOBJDUMP
+    from upstream_env import CUOBJDUMP
 
     python = sys.executable
     tag = python_tag(version)

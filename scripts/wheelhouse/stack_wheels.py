@@ -31,7 +31,7 @@ PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
 def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
     """The requirement and constraint files ``upstream_env build --torch-from`` installs on a node
     whose torch is built for CUDA major ``cuda``, written beside ``dest`` (``dest``: the requirements)."""
-    from upstream_env.node_torch import node_requirements, without_node_torch
+    from upstream_env import node_requirements, without_node_torch
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(node_requirements(REQUIREMENTS.read_text(), cuda))
@@ -43,8 +43,7 @@ def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
 def early_names() -> set[str]:
     """What ``upstream_env mmcv-wheel --torch-from`` installs before it compiles: the build
     prerequisites beside torch, with wheel's dependency ``packaging`` (the first bundles carry them)."""
-    from upstream_env.build import BUILD_PREREQS
-    from upstream_env.node_torch import NODE_TORCH
+    from upstream_env import BUILD_PREREQS, NODE_TORCH
 
     return {normalise(p) for p in BUILD_PREREQS if p not in NODE_TORCH} | {"packaging"}
 
@@ -80,7 +79,7 @@ def collect_stack(python: str, out: Path, version: str, cuda: int, torchvision: 
     ``locks/gpu-stack-<tag>.txt`` (hash-pinned, resolved from ``out`` alone for that Python) and
     ``locks/gpu-stack-nodeps-<tag>.txt`` (``--no-deps``: lyft_dataset_sdk, and torchvision when asked
     for a node that lacks it). Returns {"lock": [...], "nodeps": [...]}."""
-    from upstream_env.build import NO_DEPS
+    from upstream_env import NO_DEPS
 
     tag = python_tag(version)
     req, con = stack_requirements(cuda, out / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")

@@ -17,7 +17,9 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from ..sweep.cases import build_torch, code_root, enter_checkout
+from overlaytool import require_code_root
+
+from ..sweep.cases import build_torch, enter_checkout
 from ..sweep.runcase import RESULT_TAG
 
 
@@ -30,7 +32,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from mmdet3d.models import build_model
 
     data_root = Path(spec["data_root"])
-    cfg = Config.fromfile(str(code_root() / spec["config"]))
+    cfg = Config.fromfile(str(require_code_root("loaderbench") / spec["config"]))
     cfg.data.train.data_root = f"{data_root}/"
     cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
     torch.manual_seed(0)

@@ -16,13 +16,14 @@ Everything here runs in the upstream (OpenMMLab) env with the applied checkout o
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from overlaytool import require_code_root
 
 ROOT = Path(__file__).resolve().parents[3]
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
@@ -122,22 +123,9 @@ def default_data_root() -> Path:
     return ensure_dataset()
 
 
-@functools.cache
-def code_root() -> Path:
-    """The applied StreamPETR checkout's folder holding ``projects/`` (its root, or where a fork moved
-    its sources: ``overlay_moves``); exits naming the fix when the checkout is not applied."""
-    from overlaytool import OverlayError
-    from overlaytool.tree.code_root import streampetr_code_root
-
-    try:
-        return streampetr_code_root(ROOT)
-    except OverlayError as exc:
-        raise SystemExit(f"loaderbench: {exc}") from None
-
-
 def enter_checkout() -> None:
     """Make ``projects.mmdet3d_plugin`` importable and resolve the configs' relative ``_base_``."""
-    tree = code_root()
+    tree = require_code_root("loaderbench")
     for path in (str(tree), str(ROOT / "overlay")):
         if path in sys.path:
             sys.path.remove(path)
@@ -176,7 +164,9 @@ def load_config(profile: str, data_root: Path) -> Any:
     """The mmcv Config of ``profile`` with the train set (eval: the test set) pointed at ``data_root``."""
     from mmcv import Config
 
-    cfg = Config.fromfile(str(code_root() / (KEY8_CONFIG if profile == "8key" else R50_CONFIG)))
+    cfg = Config.fromfile(
+        str(require_code_root("loaderbench") / (KEY8_CONFIG if profile == "8key" else R50_CONFIG))
+    )
     cfg.data.train.data_root = f"{data_root}/"
     cfg.data.train.ann_file = str(data_root / "nuscenes2d_temporal_infos_train.pkl")
     if profile == "eval":  # as tools/test.py leaves data.test

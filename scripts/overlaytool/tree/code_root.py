@@ -11,6 +11,7 @@ assuming the root, so a fork's layout is followed and never reported as an unapp
 from __future__ import annotations
 
 import posixpath
+import sys
 from pathlib import Path
 
 from .. import OverlayError
@@ -86,3 +87,13 @@ def streampetr_code_root(root: Path = REPO_ROOT) -> Path:
             "patches/config.toml (docs/rebase.md), then `nox -s apply`."
         )
     return code
+
+
+def require_code_root(tool: str, root: Path = REPO_ROOT) -> Path:
+    """:func:`streampetr_code_root`, for a command line: where it is not there (unapplied, or without
+    `tools/` beside `projects/`), the reason prefixed with ``tool`` on stderr and exit status 2."""
+    try:
+        return streampetr_code_root(root)
+    except OverlayError as exc:
+        print(f"{tool}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -30,10 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-from slurm_local.programs import SlurmUnavailable
-from upstream_env.paths import ENV_DIR, ROOT, env_python
+from overlaytool import require_code_root
+from slurm_local import SlurmUnavailable
+from upstream_env import ENV_DIR, ROOT, env_python
 
-from ..train import code_root
 from .progress import SmokeError, say
 from .runs import evaluate, replicate, shard_with_signal_and_requeue
 from .which_slurm import slurm
@@ -63,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tools = code_root() / "tools"
+    tools = require_code_root("upstream_run") / "tools"
     if not (tools / "slurm_env.py").exists():
         print(
             f"upstream_run slurm_smoke: {tools} lacks the overlay's slurm_env.py; `nox -s apply`.",

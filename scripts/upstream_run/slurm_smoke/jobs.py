@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..train import code_root
+from overlaytool import require_code_root
+
 from .command_lines import TASKS
 from .progress import SmokeError
 
@@ -71,7 +72,7 @@ def segment(out: Path, start: int) -> str:
 def batch_script(args: argparse.Namespace, work_dir: Path, command: list[str]) -> str:
     """The sbatch script: requeueable, SIGUSR1 120 s before the time limit, output appended over
     the restarts, the tasks started by srun in the checkout, PyTorch's threads = the task's CPUs."""
-    tree = shlex.quote(str(code_root()))
+    tree = shlex.quote(str(require_code_root("upstream_run")))
     return f"""#!/bin/bash
 #SBATCH --job-name=slurm_smoke
 #SBATCH --partition={args.partition}

@@ -13,10 +13,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from upstream_env.paths import ROOT
+from overlaytool import require_code_root
+from upstream_env import ROOT
 
 from ..evaluate import format_metrics, read_metrics
-from ..train import code_root
 from .command_lines import TASKS, test_line, train_line
 from .jobs import run, segment, submit, tail, wait_for
 from .progress import SmokeError, say
@@ -100,7 +100,7 @@ def evaluate(env: dict[str, str], args: argparse.Namespace, checkpoint: Path) ->
     shutil.rmtree(out, ignore_errors=True)
     cmd = test_line(args, checkpoint, out)
     say(f"evaluate: $ {shlex.join(cmd)}")
-    tree = code_root()
+    tree = require_code_root("upstream_run")
     env = {**env, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.cpus_per_task)}
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=args.timeout)
     if done.returncode != 0:

@@ -41,8 +41,7 @@ def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
 def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
     block (and stopped after it, also on failure)."""
-    from slurm_local.cluster import LocalSlurm
-    from slurm_local.programs import ensure_installed
+    from slurm_local import LocalSlurm, ensure_installed
 
     if slurm_answers(dict(os.environ), partition):
         say(f"using the running SLURM (partition {partition})")
