@@ -1,8 +1,8 @@
-"""CPU time and memory of a process tree, read from Linux ``/proc`` (no psutil needed), and the peak GPU
-memory a loader takes (:class:`PeakGpuMemory`, through torch).
+"""CPU time and memory of a process tree (psutil), and the peak GPU memory a loader takes
+(:class:`PeakGpuMemory`, through torch).
 
-CPU seconds of a tree = for every live member ``utime + stime`` (all its threads) plus
-``cutime + cstime`` (its reaped children), so a child that exits and is waited for keeps counting.
+CPU seconds of a tree = for every live member its user + system time (all its threads) plus its
+reaped children's, so a child that exits and is waited for keeps counting.
 """
 
 from __future__ import annotations
@@ -14,59 +14,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-PROC = Path("/proc")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
+import psutil
 
 
-@dataclass(frozen=True)
-class ProcStat:
-    pid: int
-    ppid: int
-    cpu_s: float  # utime + stime + cutime + cstime
-
-
-def _stat_fields(text: str) -> list[str]:
-    """The fields after the command name of a ``/proc/<pid>/stat`` (or ``task/<tid>/stat``) text,
-    from the state on (the name may contain spaces and ')')."""
-    return text[text.rindex(")") + 2 :].split()
-
-
-def _parse_stat(text: str) -> tuple[int, float]:
-    """(ppid, cpu seconds incl. reaped children) from the text of ``/proc/<pid>/stat``."""
-    rest = _stat_fields(text)
-    ppid = int(rest[1])
-    utime, stime, cutime, cstime = (int(v) for v in rest[11:15])
-    return ppid, (utime + stime + cutime + cstime) / CLK_TCK
-
-
-def read_stat(pid: int) -> ProcStat | None:
-    try:
-        ppid, cpu = _parse_stat((PROC / str(pid) / "stat").read_text())
-    except (OSError, ValueError, IndexError):
-        return None  # gone in the meantime
-    return ProcStat(pid, ppid, cpu)
-
-
-def tree(root: int) -> list[ProcStat]:
+def tree(root: int) -> list[psutil.Process]:
     """``root`` and all its live descendants."""
-    stats = [s for p in PROC.iterdir() if p.name.isdigit() and (s := read_stat(int(p.name)))]
-    children: dict[int, list[ProcStat]] = {}
-    by_pid = {s.pid: s for s in stats}
-    for s in stats:
-        children.setdefault(s.ppid, []).append(s)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in by_pid:
-            out.append(by_pid[pid])
-        todo.extend(c.pid for c in children.get(pid, ()))
-    return out
+    try:
+        process = psutil.Process(root)
+        return [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """User + system seconds of ``process`` and of its reaped children; 0 once it is gone."""
+    try:
+        t = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def tree_cpu_seconds(root: int | None = None) -> float:
     """CPU seconds (user + system) used so far by ``root`` (default: this process) and its tree."""
-    return sum(s.cpu_s for s in tree(os.getpid() if root is None else root))
+    return sum(cpu_seconds(p) for p in tree(os.getpid() if root is None else root))
 
 
 def thread_cpu_seconds(root: int | None = None) -> dict[tuple[int, int, str], float]:
@@ -75,31 +46,26 @@ def thread_cpu_seconds(root: int | None = None) -> dict[tuple[int, int, str], fl
     (DALI names its executor and pool threads)."""
     out = {}
     for proc in tree(os.getpid() if root is None else root):
-        for task in (PROC / str(proc.pid) / "task").glob("[0-9]*"):
-            try:
-                text, name = (task / "stat").read_text(), (task / "comm").read_text().strip()
+        try:
+            threads = proc.threads()
+        except psutil.NoSuchProcess:
+            continue
+        for t in threads:
+            try:  # psutil has no thread names: the kernel's, as `top -H` shows them
+                name = Path(f"/proc/{proc.pid}/task/{t.id}/comm").read_text().strip()
             except OSError:
                 continue  # ended in the meantime
-            rest = _stat_fields(text)
-            out[(proc.pid, int(task.name), name)] = (int(rest[11]) + int(rest[12])) / CLK_TCK
+            out[(proc.pid, t.id, name)] = t.user_time + t.system_time
     return out
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
     """(RSS, PSS) of one process in MiB; PSS splits pages shared between forked workers."""
     try:
-        rss = int((PROC / str(pid) / "statm").read_text().split()[1]) * PAGE / 2**20
-    except (OSError, ValueError, IndexError):
+        info = psutil.Process(pid).memory_full_info()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0.0, 0.0
-    pss = rss
-    try:
-        for line in (PROC / str(pid) / "smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                pss = int(line.split()[1]) / 1024
-                break
-    except (OSError, ValueError):
-        pass
-    return rss, pss
+    return info.rss / 2**20, info.pss / 2**20
 
 
 class PeakMemory:
