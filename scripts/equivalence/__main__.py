@@ -20,8 +20,8 @@ from overlaytool import OverlayError
 
 from .configs import upstream_configs
 from .original import CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream, read_config, streampetr_target
-from .report import config_table, render, verdict_counts
 from .sweep import sweep
+from .verdict import config_table, render, verdict_counts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

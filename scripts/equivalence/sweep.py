@@ -18,7 +18,7 @@ from typing import Any
 from .configs import loaded_skip_reason, static_skip_reason
 from .not_comparable import not_comparable
 from .original import config_path
-from .report import result_of, write_json
+from .verdict import result_of, write_json
 
 
 def _mode(cfg: Any) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 from overlaytool import REPO_ROOT, cache_root
 
 from . import ForkwatchError
-from .sources import load_sources
-from .summary import JSON_NAME, make_summary, read_summary, write_summary
+from .forks_file import load_sources
 from .vet import VetSettings, passed, step_lines, vet
 from .watch import watch
+from .watch_summary import JSON_NAME, make_summary, read_summary, write_summary
 
 ENV_PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 

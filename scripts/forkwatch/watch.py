@@ -16,8 +16,8 @@ from overlaytool import load_targets
 
 from . import ForkwatchError
 from .check_outcome import CARRIES_OVER, ERROR, UNREACHABLE, CheckOutcome, outcome_of
+from .forks_file import Source
 from .scratch_copy import scratch
-from .sources import Source
 from .tool_calls import call, overlaytool
 from .vet import VetSettings, steps_json, vet
 

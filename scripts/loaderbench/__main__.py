@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure.runinfo import has_gpu, meta
-from .results import report, summary
+from .results import figures, outputs
 from .sweep.cases import ROOT, default_data_root, parse_override, sweep
 from .sweep.spawn import batches_for, measure_case, run_json
 
@@ -107,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = []
     for case in todo:
         failed = [r for r in measured[case.name] if "error" in r]
-        res = failed[0] if failed else summary.merge_rounds(measured[case.name])
+        res = failed[0] if failed else figures.merge_rounds(measured[case.name])
         if not failed:
-            res["summary"] = summary.summarise_case(res)
+            res["summary"] = figures.summarise_case(res)
         cases.append(res)
     floors_raw, floors = [], []
     if not args.no_floor:
@@ -121,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {profile}/decode-floor FAILED {res['error']}", flush=True)
                 continue
             floors_raw.append(res)
-            floors += summary.summarise_floor(res)
+            floors += figures.summarise_floor(res)
     stall = None
     if args.stall:
         from .analysis.stall import run_stall
 
         stall = run_stall(data_root, iters=args.stall_iters, out=args.out)
-    rows = summary.ratios(cases, floors)
+    rows = figures.ratios(cases, floors)
     load_end = os.getloadavg()
     result = {
         "meta": info,
@@ -140,12 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         "floors_raw": floors_raw,
         "floors": floors,
         "ratios": rows,
-        "targets": summary.TARGETS,
+        "targets": figures.TARGETS,
         "stall": stall,
     }
-    js, png = report.write(result, args.out)
+    js, png = outputs.write(result, args.out)
     print()
-    print(report.table(cases, floors, rows))
+    print(outputs.table(cases, floors, rows))
     if stall:
         from .analysis.stall import stall_table
 

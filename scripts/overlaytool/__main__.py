@@ -22,11 +22,11 @@ from .fetch import fetch
 from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
+from .origins import local_source
 from .pins import Pin
 from .rebase import check as rebase_check
 from .rebase import commands as rebase
 from .series import read_series
-from .sources import local_source
 from .targets import REPO_ROOT, Target, load_targets, select, select_one
 from .tree.apply import apply_all, apply_target
 

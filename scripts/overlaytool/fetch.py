@@ -22,8 +22,8 @@ from . import OverlayError
 from .cache import KEEP_REFS, damage, mirror_lock, mirror_path, repair_hint
 from .faults import kill_point
 from .gitcmd import git, has_commit
+from .origins import is_pinned_url, local_source, source_dir
 from .pins import Pin
-from .sources import is_pinned_url, local_source, source_dir
 
 INCOMING_REFS = "refs/streampetr-dali/incoming"  # a named ref being fetched (`-<pid>`), until it is kept
 

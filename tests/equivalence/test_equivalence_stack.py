@@ -114,7 +114,7 @@ def test_fast_image_path_is_a_row_of_its_own(batch_records, name) -> None:
     bounds; the exact path's images keep theirs (the fast row loosens nothing)."""
     from equivalence.compare import IMAGE_MEAN_TOL, IMAGE_P999_TOL
     from equivalence.fast_path import FAST_MEAN_TOL, FAST_P999_TOL
-    from equivalence.report import field_table
+    from equivalence.verdict import field_table
 
     fast = batch_records[name]["fast_image_path"]
     assert fast["target_diffs"] == [] and fast["ok"], fast["target_diffs"][:5]

@@ -93,8 +93,8 @@ def upstream() -> None:
 def sweep_of(configs: list[Path], data_root: Path, out: Path) -> list[dict]:
     from equivalence.harness import run_config
     from equivalence.original import read_config
-    from equivalence.report import render
     from equivalence.sweep import sweep
+    from equivalence.verdict import render
 
     compare = functools.partial(
         run_config, data_root=data_root, batches=1, sequence_iters=4, draws=400, log=lambda _: None
@@ -108,7 +108,7 @@ def sweep_of(configs: list[Path], data_root: Path, out: Path) -> list[dict]:
 def test_every_shape_gets_its_row_and_the_run_writes_table_and_json(
     upstream, fork_tree: dict[str, Path], synthetic_dataset: Path, tmp_path: Path, capsys
 ) -> None:
-    from equivalence.report import config_table, verdict_counts
+    from equivalence.verdict import config_table, verdict_counts
 
     order = ["lr_table", "missing_base", "fragment", "never_pads", "no_flip", "bs16", "zz_instance_inds"]
     out = tmp_path / "out" / "equivalence.json"

@@ -3,7 +3,7 @@ as equal, and a differing one is counted apart (the run's PASS/FAIL stays ``all(
 
 from __future__ import annotations
 
-from equivalence.report import config_table, result_of, verdict_counts
+from equivalence.verdict import config_table, result_of, verdict_counts
 
 
 def test_refused_and_different_configs_are_not_counted_as_equal() -> None:

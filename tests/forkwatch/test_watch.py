@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from forkwatch.__main__ import main
-from forkwatch.summary import FORMAT
+from forkwatch.watch_summary import FORMAT
 from rebase_scenario import project_state, rewrite_model
 from tooling_repos import TRAIN_PY, Project, commit_files, git, patched
 from watch_repos import fork_of

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..results.summary import percentile
+from ..results.figures import percentile
 from ..sweep.cases import ROOT
 from ..sweep.runcase import RESULT_TAG
 

@@ -1,2 +1,2 @@
 """A sweep's results: the figures over the repeats and the ratios against their targets
-(:mod:`.summary`), and the printed tables, the PNG chart and the JSON file (:mod:`.report`)."""
+(:mod:`.figures`), and the printed tables, the PNG chart and the JSON file (:mod:`.outputs`)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.proctree import PeakGpuMemory, PeakMemory
-from ..results import report, summary
+from ..results import figures, outputs
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
 from .runcase import RESULT_TAG, handover, measure
 from .spawn import batches_for, run_json
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in res:
             print(f"  {case.name:20s} FAILED {res['error']}", flush=True)
         else:
-            res["summary"] = summary.summarise_case(res)
+            res["summary"] = figures.summarise_case(res)
             print(f"  {case.name:20s} {res['summary']['ms_per_batch']:7.1f} ms/batch "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
         cases.append(res)
@@ -146,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     js, png = args.out / "bench-gpu.json", args.out / "bench-gpu.png"
     js.write_text(json.dumps(result, indent=1, default=str) + "\n")
-    report.chart(cases, [], png, result["title"])
+    outputs.chart(cases, [], png, result["title"])
     print()
-    print(report.table(cases, [], []).split("\n\n")[0])
+    print(outputs.table(cases, [], []).split("\n\n")[0])
     print()
     print(gpu_table(cases))
     print(f"wrote {js} and {png}")

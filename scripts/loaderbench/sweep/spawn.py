@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..results import summary
+from ..results import figures
 from .cases import FRAMES_PER_BATCH, Case
 from .runcase import RESULT_TAG
 
@@ -51,7 +51,7 @@ def measure_case(case: Case, args: argparse.Namespace, data_root: Path, override
     res = run_json("loaderbench.sweep.runcase", spec)
     res.setdefault("case", case.to_dict())
     if "error" not in res:
-        s = summary.summarise_case(res)
+        s = figures.summarise_case(res)
         msg = f"{s['ms_per_batch']:7.0f} ms/batch  {s['cpu_s_per_batch']:.3f} CPU-s/batch"
         if s.get("handover_ms") is not None:
             msg += f"  next() after a step {s['handover_ms']:.1f} ms"

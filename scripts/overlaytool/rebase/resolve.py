@@ -8,8 +8,8 @@ import re
 from ..cache import KEEP_REFS, mirror_path
 from ..fetch import fetch, fetch_ref, require_cached
 from ..gitcmd import git, has_commit
+from ..origins import local_source
 from ..pins import URL_RE
-from ..sources import local_source
 from ..targets import Target
 
 FULL_ID = re.compile(r"^[0-9a-f]{40}$")

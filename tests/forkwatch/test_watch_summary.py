@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forkwatch.summary import markdown
+from forkwatch.watch_summary import markdown
 
 
 def test_the_markdown_marks_a_provisional_stop_that_may_be_an_artefact() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from loaderbench.results import report, summary
+from loaderbench.results import figures, outputs
 from loaderbench.sweep.cases import Case, sweep
 
 # Float checks: pytest.approx's default (relative 1e-6) on float64 results of a few operations
@@ -34,11 +34,11 @@ def raw(
 
 
 def with_summary(r: dict) -> dict:
-    return {**r, "summary": summary.summarise_case(r)}
+    return {**r, "summary": figures.summarise_case(r)}
 
 
 def test_summarise_case_median_spread_and_rates():
-    s = summary.summarise_case(raw(Case("r50", "torch", workers=2), [400, 500, 600], 0.8))
+    s = figures.summarise_case(raw(Case("r50", "torch", workers=2), [400, 500, 600], 0.8))
     assert s["ms_per_batch"] == pytest.approx(500)
     assert s["spread"] == pytest.approx(0.4)
     assert s["samples_per_s"] == pytest.approx(4.0)
@@ -60,7 +60,7 @@ def test_ratios_use_equal_cores_and_floors():
         {"profile": "r50", "mode": "roi", "threads": 1, "ms_per_batch": 100.0, "cpu_s_per_batch": 0.1},
         {"profile": "r50", "mode": "full", "threads": 1, "ms_per_batch": 125.0, "cpu_s_per_batch": 0.12},
     ]
-    rows = {r["dali"]: r for r in summary.ratios(cases, floors)}
+    rows = {r["dali"]: r for r in figures.ratios(cases, floors)}
     t1 = rows["r50/dali-cpu-t1"]
     assert t1["torch"] == "r50/torch-w1"  # the faster of the two 1-core torch configurations
     assert t1["speed"] == pytest.approx(4.0)
@@ -73,7 +73,7 @@ def test_ratios_use_equal_cores_and_floors():
     t2 = rows["r50/dali-cpu-t2"]
     assert t2["torch"] == "r50/torch-w2" and t2["speed"] == pytest.approx(4.0)
     assert "vs_roi_floor" not in t2  # no 2-thread floor given
-    text = report.table(cases, floors, list(rows.values()))
+    text = outputs.table(cases, floors, list(rows.values()))
     assert "r50/dali-cpu-t9 | failed: boom" in text
     assert "r50/decode-floor-roi-t1 | 100" in text
 
@@ -85,10 +85,10 @@ def test_write_json_and_png(tmp_path):
         with_summary(raw(Case("accv", "dali", threads=2), [2000] * 3, 1.5, spb=8)),
     ]
     floors = [{"profile": "r50", "mode": "roi", "threads": 1, "ms_per_batch": 50.0, "cpu_s_per_batch": 0.05}]
-    js, png = report.write({"cases": cases, "floors": floors, "title": "t"}, tmp_path / "o")
+    js, png = outputs.write({"cases": cases, "floors": floors, "title": "t"}, tmp_path / "o")
     assert json.loads(js.read_text())["cases"][1]["summary"]["ms_per_batch"] == pytest.approx(210)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    _, empty = report.write({"cases": [], "floors": []}, tmp_path / "empty")  # e.g. --stall only
+    _, empty = outputs.write({"cases": [], "floors": []}, tmp_path / "empty")  # e.g. --stall only
     assert empty.exists()
 
 
@@ -131,14 +131,14 @@ def test_training_thread_and_pss_ratios():
     s = cases[3]["summary"]
     assert s["handover_ms"] == pytest.approx(4.75) and s["handover_ms_max"] == pytest.approx(40)
     assert s["handover_ms_p90"] == pytest.approx(29.5)  # numpy.percentile([4, 4.5, 5, 40], 90)
-    rows = {r["dali"]: r for r in summary.ratios(cases, [])}
+    rows = {r["dali"]: r for r in figures.ratios(cases, [])}
     t1, t2 = rows["r50/dali-cpu-t1"], rows["r50/dali-cpu-t2"]
     assert t1["torch_handover"] == "r50/torch-w1" and t1["handover"] == pytest.approx(4.75 / 20)
     assert t1["pss_vs_torch_w2"] == pytest.approx(1300 / 1400)
     assert t1["targets"]["handover"] and t1["targets"]["pss_vs_torch_w2"]
     assert t2["handover"] == pytest.approx(6 / 20) and not t2["targets"]["handover"]
     assert not t2["targets"]["pss_vs_torch_w2"]
-    text = report.table(cases, [], list(rows.values()))
+    text = outputs.table(cases, [], list(rows.values()))
     assert "| r50/dali-cpu-t1 | 200 (200-200) | 4.75 (4.00-40.0) |" in text
     assert "| 0.237 (r50/torch-w1) | 0.93 |" in text
 
@@ -154,7 +154,7 @@ def test_a_variant_is_compared_with_the_default_settings_of_its_threads():
         with_summary(raw(Case("r50", "dali", threads=2, variant="fast"), [100] * 3, 0.2)),
         with_summary(raw(Case("r50", "dali", threads=1, variant="pyw0"), [250] * 3, 0.2)),
     ]
-    rows = {r["dali"]: r for r in summary.ratios(cases, [])}
+    rows = {r["dali"]: r for r in figures.ratios(cases, [])}
     t1, t2 = rows["r50/dali-cpu-t1-fast"], rows["r50/dali-cpu-t2-fast"]
     assert t1["vs_default_speed"] == pytest.approx(200 / 160)
     assert t1["vs_default_cpu_per_sample"] == pytest.approx(0.11 / 0.2)
@@ -164,28 +164,28 @@ def test_a_variant_is_compared_with_the_default_settings_of_its_threads():
     assert rows["r50/dali-cpu-t1-pyw0"]["vs_default_speed"] == pytest.approx(200 / 250)
     assert "fast_cpu_vs_exact" not in rows["r50/dali-cpu-t1-pyw0"]["targets"]
     assert "vs_default_speed" not in rows["r50/dali-cpu-t1"]
-    assert "| 1.25, 0.55 |" in report.table(cases, [], list(rows.values()))
+    assert "| 1.25, 0.55 |" in outputs.table(cases, [], list(rows.values()))
 
 
 def test_table_without_handover_timing():
     cases = [with_summary(raw(Case("r50", "dali", threads=1), [200] * 3, 0.2))]
     assert cases[0]["summary"]["handover_ms"] is None
-    assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in report.table(cases, [], summary.ratios(cases, []))
+    assert "| r50/dali-cpu-t1 | 200 (200-200) | - |" in outputs.table(cases, [], figures.ratios(cases, []))
 
 
 def test_rounds_pool_repeats_and_keep_the_highest_peak():
     case = Case("r50", "dali", threads=1)
     first = {**raw(case, [200, 210, 220], 0.3, handover_ms=[1.0, 2.0], pss=900.0), "repeats": 3}
     second = {**raw(case, [300, 310, 320], 0.5, handover_ms=[4.0], pss=950.0), "repeats": 3}
-    merged = summary.merge_rounds([first, second])
+    merged = figures.merge_rounds([first, second])
     assert merged["repeats"] == 6 and merged["rounds"] == [first, second]
-    s = summary.summarise_case(merged)
+    s = figures.summarise_case(merged)
     assert s["ms_per_batch"] == pytest.approx(260)  # median of the six repeats, not of one round
     assert s["ms_per_batch_min"] == pytest.approx(200) and s["ms_per_batch_max"] == pytest.approx(320)
     assert s["cpu_s_per_batch"] == pytest.approx(0.4)
     assert s["handover_ms"] == pytest.approx(2.0) and s["handover_ms_max"] == pytest.approx(4.0)
     assert s["peak_pss_mb"] == 950.0
-    assert summary.merge_rounds([first]) is first
+    assert figures.merge_rounds([first]) is first
 
 
 def test_a_gpu_sweep_sets_the_counts_for_every_profile_and_can_leave_out_dalis_cpu_rows() -> None:

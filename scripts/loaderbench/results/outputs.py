@@ -1,5 +1,5 @@
 """The outputs of a benchmark run: the printed tables, the PNG chart and the JSON file (the figures
-themselves: :mod:`.summary`)."""
+themselves: :mod:`.figures`)."""
 
 from __future__ import annotations
 
