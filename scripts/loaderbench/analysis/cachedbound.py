@@ -17,8 +17,6 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from overlaytool import require_code_root
-
 from ..sweep.cases import build_torch, enter_checkout
 from ..sweep.runcase import RESULT_TAG
 
@@ -30,6 +28,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from mmcv.parallel import MMDataParallel
     from mmcv.runner import build_optimizer
     from mmdet3d.models import build_model
+    from overlaytool import require_code_root
 
     data_root = Path(spec["data_root"])
     cfg = Config.fromfile(str(require_code_root("loaderbench") / spec["config"]))

@@ -23,8 +23,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from overlaytool import require_code_root
-
 ROOT = Path(__file__).resolve().parents[3]
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
 KEY8_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"
@@ -125,6 +123,8 @@ def default_data_root() -> Path:
 
 def enter_checkout() -> None:
     """Make ``projects.mmdet3d_plugin`` importable and resolve the configs' relative ``_base_``."""
+    from overlaytool import require_code_root  # here: the GPU kit carries loaderbench, not overlaytool
+
     tree = require_code_root("loaderbench")
     for path in (str(tree), str(ROOT / "overlay")):
         if path in sys.path:
@@ -163,6 +163,7 @@ def eval_infos(data_root: Path) -> Path:
 def load_config(profile: str, data_root: Path) -> Any:
     """The mmcv Config of ``profile`` with the train set (eval: the test set) pointed at ``data_root``."""
     from mmcv import Config
+    from overlaytool import require_code_root
 
     cfg = Config.fromfile(
         str(require_code_root("loaderbench") / (KEY8_CONFIG if profile == "8key" else R50_CONFIG))
