@@ -9,9 +9,10 @@ stop). After the last patch the overlay's references into the rebased tree are c
 written, a target commit whose tree overlaps another target's checkout or the overlay is refused
 (checkout/overlap.py, which `apply` shares). Every stop writes a Markdown + JSON report
 (report.py); resolve, then `--continue`, or `--skip` the patch, or `--abort`. The finish is
-all-or-nothing (finish.py). `--check` (check.py) runs the same loop in a scratch clone and changes
-nothing.
+all-or-nothing (finish.py). The rebase and `--check` (check.py) run one sequence of steps (flow.py):
+commits, target, replay, stage, check; `--check` runs it in a scratch clone, goes on past a stop and
+changes nothing, the rebase ends in the finish's writes.
 
-Modules: state (the typed state), resolve (the target commit), loop, replay,
+Modules: state (the typed state), resolve (the target commit), flow (the steps), loop, replay,
 references, report, finish, commands (start, continue, skip, abort), check.
 """

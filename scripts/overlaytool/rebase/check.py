@@ -1,7 +1,7 @@
-"""`rebase --check`: the rebase's own steps in a scratch clone — overlap, series → commits, the
-replay loop (going on past a stop, later statuses marked provisional), the overlay's references
-and the finish's checks — and a report; the checkout, the pin, the series and the cache's refs
-stay as they are."""
+"""`rebase --check`: the overlap, then the rebase's own sequence of steps (flow.py) in a scratch
+clone, going on past a stop (later statuses marked provisional), and a report where a real rebase
+would write the series and the pin; the checkout, the pin, the series and the cache's refs stay as
+they are."""
 
 from __future__ import annotations
 
@@ -11,29 +11,20 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from .. import OverlayError
 from ..cache import mirror_lock
-from ..checkout.clone import leave_outside
-from ..checkout.gitdir import state_dir
 from ..checkout.overlap import OVERLAP, overlap_message, overlaps
-from ..export.commit_export import export_commits
-from ..export.edit import series_commits
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
-from ..overlay import overlay_files
-from ..patchfile import Patch, parse_patch
+from ..patchfile import Patch
 from ..scratch import remove_dead_scratch
 from ..series import load_series
 from ..targets import Target
-from ..tree.series_index import build_result
-from .loop import replay_series
+from .flow import FINISH_CHECK, Run, run_steps
 from .references import reference_lines
-from .replay import CONFLICT, MISSING, patch_paths, renames
+from .replay import CONFLICT, MISSING, patch_paths
 from .report import report_paths, status_lines, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, Stop, in_progress
-
-FINISH_CHECK = "finish-check"
 
 
 def dry_run(
@@ -85,44 +76,28 @@ def dry_run(
 
 
 def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
-    checkout = scratch.checkout
     patches = load_series(scratch.patch_dir)
     state.patches = [p.name for p in patches]
-    state.commits = series_commits(checkout, state.old, patches)
-    leave_outside(checkout, scratch.outside)
-    git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
-    state.renames = renames(checkout, state.old, state.new)
-    replay_series(scratch, state, scratch.patch_dir, lambda s: None, go_on=True)
+    stop = run_steps(Run(scratch, state, scratch.patch_dir, scratch.pin, go_on=True))
     left_out = share_files(state, {p.name: p for p in patches})
     lines = [f"rebase --check {scratch.label}: {state.old[:12]} → {state.new[:12]}", *status_lines(state)]
-    stop = state.first_stop
     if state.references:
         without = f" (checked without {', '.join(left_out)})" if left_out else ""
         lines += [f"the overlay's references would not resolve{without}:", *reference_lines(state.references)]
     if state.unchecked:
         lines += ["overlay references not checked (built at run time):", *reference_lines(state.unchecked)]
-    if stop is not None:
-        if state.provisional:
-            lines.append(
-                f"statuses marked provisional were computed without {', '.join(left_out) or 'the stop'}: "
-                f"the real rebase stops at {stop.patch or 'the overlay'} first"
-            )
-            lines += artefact_lines(state)
-        return [*lines, "the series would not carry over: resolve or --skip in a real rebase"], False
-    stage_dir = state_dir(checkout) / "check-stage"
-    stage_dir.mkdir()
-    for path in [scratch.patch_dir / "series", *(p.path for p in patches)]:
-        shutil.copy2(path, stage_dir / path.name)
-    staged = replace(scratch, pin=replace(scratch.pin, commit=state.new), patch_dir=stage_dir)
-    try:
-        export_commits(staged, [parse_patch(stage_dir / p.name) for p in patches], base=state.new)
-        build_result(
-            staged, load_series(stage_dir), overlay_files(scratch.overlay_dir, scratch.overlay_moves)
+    if stop is None:
+        return [*lines, "the series carries over"], True
+    if stop.kind == FINISH_CHECK:
+        state.first_stop = replace(stop, note=stop.note.splitlines()[0])
+        return [*lines, f"the replayed series would not finish: {stop.note}"], False
+    if state.provisional:
+        lines.append(
+            f"statuses marked provisional were computed without {', '.join(left_out) or 'the stop'}: "
+            f"the real rebase stops at {stop.patch or 'the overlay'} first"
         )
-    except OverlayError as exc:
-        state.first_stop = Stop(FINISH_CHECK, note=str(exc).splitlines()[0])
-        return [*lines, f"the replayed series would not finish: {exc}"], False
-    return [*lines, "the series carries over"], True
+        lines += artefact_lines(state)
+    return [*lines, "the series would not carry over: resolve or --skip in a real rebase"], False
 
 
 def share_files(state: RebaseState, patches: dict[str, Patch]) -> list[str]:

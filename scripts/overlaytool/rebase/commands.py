@@ -3,44 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from .. import OverlayError
 from ..cache import mirror_path
 from ..checkout.clone import ensure_checkout, fetch_cache_refs, leave_outside
 from ..checkout.gitdir import checkout_lock
 from ..checkout.overlap import refuse_overlaps
-from ..export.edit import series_commits
 from ..faults import kill_point
 from ..fetch import drop_keep_ref
 from ..gitcmd import git, git_out
-from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..series import load_series
 from ..targets import Target
 from ..tree.apply import apply_target
-from ..tree.files import put
-from .finish import check as check_staged
-from .finish import (
-    discard,
-    has_snapshot,
-    new_pin_text,
-    old_patch_dir,
-    old_pin,
-    publish,
-    restore,
-    snapshot,
-    stage,
-)
-from .loop import replay_series
-from .references import OVERLAY_REFERENCE, reference_lines, unresolved_references
-from .replay import MISSING, commit_resolution, patch_paths, renames, stage_resolution
+from .finish import discard, has_snapshot, new_pin_text, old_patch_dir, old_pin, publish, restore, snapshot
+from .flow import AFTER_REF, BEFORE_REF, FINISH_CHECK, RESUME, Run, run_steps
+from .references import OVERLAY_REFERENCE, reference_lines
+from .replay import MISSING, commit_resolution, patch_paths, stage_resolution
 from .report import remove_report, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, in_progress, load_state, save_state, state_path
 
 SKIPPED = "skipped (dropped from the series)"
-BEFORE_REF = "refs/streampetr-dali/before-rebase"  # the series as commits on the old pin
-AFTER_REF = "refs/streampetr-dali/after-rebase"  # the replayed series on the target (the finish exports it)
 CACHE_REFS = "refs/streampetr-dali/cache/"  # the cache mirror's refs, fetched into the checkout
 
 
@@ -70,35 +55,29 @@ def start(
             )
             snapshot(target)
             save_state(target, state)
-            return _begin(target, state)
+            fetch_cache_refs(target, "rebase")  # the target may have reached the cache after the clone
+            return proceed(target, state, first="commits")
     except OverlayError:
         if keep_created and not in_progress(target):  # nothing started: the target is abandoned
             drop_keep_ref(target.pin, new)
         raise
 
 
-def _begin(target: Target, state: RebaseState) -> list[str]:
-    """Turn the series into commits on the old pin, check out the target and replay."""
-    checkout = target.checkout
-    fetch_cache_refs(target, "rebase")
-    state.commits = series_commits(checkout, state.old, load_series(old_patch_dir(target)))
-    git("update-ref", BEFORE_REF, "HEAD", cwd=checkout)
-    for rel in overlay_files(target.overlay_dir, target.overlay_moves):  # overlay copies: never replayed
-        put(checkout / rel, None)
-    leave_outside(checkout, target.outside)
-    git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
-    state.renames = renames(checkout, state.old, state.new)
-    save_state(target, state)
-    return proceed(target, state)
-
-
-def proceed(target: Target, state: RebaseState) -> list[str]:
-    """Replay the remaining patches and check the overlay; stop, or finish when all are done."""
-    stop = replay_series(target, state, old_patch_dir(target), lambda s: save_state(target, s))
-    if stop is not None:
-        report, details = write_report(target, state, old_patch_dir(target))
-        raise OverlayError(stop_message(state, details, report))
-    return finish(target, state)
+def proceed(target: Target, state: RebaseState, first: str = RESUME) -> list[str]:
+    """The rebase's steps (flow.py) from ``first`` on, from the series and pin copied aside at the start;
+    a stop is raised with its report, else the finish writes the result."""
+    run = Run(target, state, old_patch_dir(target), old_pin(target), save=partial(save_state, target))
+    stop = run_steps(run, first)
+    if stop is None:
+        return finish(run)
+    if stop.kind == FINISH_CHECK:
+        raise OverlayError(
+            f"The rebase cannot finish: {stop.note}\nNothing in patches/ or the pin was written; the rebase "
+            "is still in progress. Fix the problem, then `nox -s rebase -- --continue`; or `-- --abort`.\n"
+            "Statuses:\n" + "\n".join(status_lines(state))
+        )
+    report, details = write_report(target, state, old_patch_dir(target))
+    raise OverlayError(stop_message(state, details, report))
 
 
 def resume(target: Target, drop: list[str] | None = None) -> list[str]:
@@ -119,9 +98,7 @@ def resume(target: Target, drop: list[str] | None = None) -> list[str]:
         if stop is None and state.next < len(state.patches) and state.head:  # a killed replay
             git("am", "--abort", cwd=checkout, check=False)
             git("reset", "--quiet", "--hard", state.head, cwd=checkout)
-        if stop is not None and stop.kind == OVERLAY_REFERENCE:
-            if unresolved_references(target, checkout, state.new, state.renames):
-                return proceed(target, state)  # the same stop again, with the report rewritten
+        if stop is not None and stop.kind == OVERLAY_REFERENCE:  # the replay checks them again
             state.stop = None
             save_state(target, state)
         elif stop is not None:
@@ -244,29 +221,12 @@ def _skip_warnings(target: Target, state: RebaseState, tip: str) -> list[str]:
     return out
 
 
-def finish(target: Target, state: RebaseState) -> list[str]:
-    """Stage and check the new series, then write it and the pin, re-apply, print the range-diff."""
-    checkout = target.checkout
-    head = git_out("rev-parse", "HEAD", cwd=checkout)
-    tip = state.tip
-    if tip and head == state.new and tip != head:
-        git("checkout", "--quiet", "--force", "--detach", tip, cwd=checkout)  # an earlier finish re-applied
-    else:
-        state.tip = tip = head
-        git("update-ref", AFTER_REF, tip, cwd=checkout)
-        save_state(target, state)
-    date = git_out("log", "-1", "--format=%cd", "--date=short", state.new, cwd=checkout)
-    new_pin = replace(old_pin(target), commit=state.new, date=date, source=state.source)
+def finish(run: Run) -> list[str]:
+    """The staged series passed: write it and the pin, re-apply, print the range-diff."""
+    target, state, staged, new_pin = run.target, run.state, run.staged, run.new_pin
+    assert staged is not None and new_pin is not None and state.tip is not None
+    checkout, tip, date = target.checkout, state.tip, new_pin.date
     state.warnings = list(dict.fromkeys([*state.warnings, *_skip_warnings(target, state, tip)]))
-    try:
-        staged = stage(target, new_pin)
-        check_staged(staged, state.renames or {})
-    except OverlayError as exc:
-        raise OverlayError(
-            f"The rebase cannot finish: {exc}\nNothing in patches/ or the pin was written; the rebase "
-            "is still in progress. Fix the problem, then `nox -s rebase -- --continue`; or `-- --abort`.\n"
-            "Statuses:\n" + "\n".join(status_lines(state))
-        ) from exc
     publish(target, staged, new_pin_text(target, state.new, date, state.source))
     range_diff = git(
         "range-diff", f"{state.old}..{BEFORE_REF}", f"{state.new}..{tip}", cwd=checkout, check=False

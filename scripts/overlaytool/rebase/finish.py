@@ -14,7 +14,6 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from .. import OverlayError
 from ..atomic_write import remove_leftovers, write_atomic
 from ..checkout.gitdir import state_dir
 from ..export.commit_export import export_commits
@@ -25,7 +24,6 @@ from ..pins import Pin, load_pin, pin_text
 from ..series import load_series, read_series
 from ..targets import Target
 from ..tree.series_index import build_result
-from .references import reference_lines, unresolved_references
 
 STEP = "rebase"
 
@@ -99,12 +97,14 @@ def discard(target: Target) -> None:
     shutil.rmtree(_stage_dir(target), ignore_errors=True)
 
 
-def stage(target: Target, new_pin: Pin) -> Target:
-    """Export the replayed commits as the new series into the staging directory; return the staged
-    target (the new pin, the staged series)."""
+def stage(target: Target, series: Path, new_pin: Pin) -> Target:
+    """Export the replayed commits (the checkout's HEAD) as the new series of ``series`` into the
+    staging directory; return the staged target (the new pin, the staged series)."""
     stage_dir = _stage_dir(target)
     shutil.rmtree(stage_dir, ignore_errors=True)
-    shutil.copytree(old_patch_dir(target), stage_dir)
+    stage_dir.mkdir(parents=True)
+    for path in _series_files(series):
+        shutil.copy2(path, stage_dir / path.name)
     staged = replace(target, pin=new_pin, patch_dir=stage_dir)
     old_patches = [parse_patch(stage_dir / name) for name in read_series(stage_dir)]
     export_commits(staged, old_patches, base=new_pin.commit)
@@ -112,18 +112,13 @@ def stage(target: Target, new_pin: Pin) -> Target:
     return staged
 
 
-def check(staged: Target, renames: dict[str, str]) -> None:
-    """Every check `apply` would make, on the staged series and the new pin, and the overlay's
-    references into the rebased tree (the checkout's HEAD); raises naming the problem."""
+def check(staged: Target) -> None:
+    """Every check `apply` would make, on the staged series and the new pin (the overlay's references
+    were checked by the replay); raises naming the problem."""
     patches = load_series(staged.patch_dir)  # the lint: one error listing every problem
     build_result(
         staged, patches, overlay_files(staged.overlay_dir, staged.overlay_moves)
     )  # exact fit, shadowing
-    unresolved = unresolved_references(staged, staged.checkout, staged.pin.commit, renames)
-    if unresolved:
-        raise OverlayError(
-            "the overlay's references do not resolve:\n" + "\n".join(reference_lines(unresolved))
-        )
     kill_point(f"{STEP}:checked")
 
 

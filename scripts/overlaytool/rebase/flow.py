@@ -1,0 +1,120 @@
+"""The rebase's one sequence of steps (:data:`STEPS`), which the real rebase (`commands.py`) and
+`rebase --check` (`check.py`) both run; they differ only in how it ends: a real finish writes the
+series and the pin, `--check` reports on a scratch clone.
+
+The steps: the series becomes commits on the old pin (`edit`'s way: export/edit.py), the target is
+checked out, the patches are replayed onto it and the overlay's references checked in the rebased
+tree (loop.py; `--check` goes on past a stop), the replayed series is exported into a staging
+directory and checked there as `apply` would check it (finish.py). `--continue` and `--skip` come
+back in at the replay (:data:`RESUME`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .. import OverlayError
+from ..checkout.clone import leave_outside
+from ..export.edit import series_commits
+from ..gitcmd import git, git_out
+from ..overlay import overlay_files
+from ..pins import Pin
+from ..series import load_series
+from ..targets import Target
+from ..tree.files import put
+from .finish import check, stage
+from .loop import replay_series
+from .replay import renames
+from .state import RebaseState, Stop
+
+BEFORE_REF = "refs/streampetr-dali/before-rebase"  # the series as commits on the old pin
+AFTER_REF = "refs/streampetr-dali/after-rebase"  # the replayed series on the target (the finish exports it)
+FINISH_CHECK = "finish-check"  # the stop of a staged series that fails the finish's checks
+
+
+@dataclass
+class Run:
+    """One run of the sequence: where it works and what it starts from."""
+
+    target: Target  # the checkout the steps work in: the project's, or --check's scratch clone
+    state: RebaseState
+    series: Path  # the series it starts from (the copy a rebase takes at its start; --check: patches/)
+    pin: Pin  # the pin it starts from
+    save: Callable[[RebaseState], None] = lambda state: None
+    go_on: bool = False  # --check: past a stopped patch, the statuses after it provisional
+    new_pin: Pin | None = None  # set by the staging
+    staged: Target | None = None  # the new pin and the staged series, set by the staging
+
+
+def as_commits(run: Run) -> None:
+    """The series as commits on the old pin (`BEFORE_REF`); the overlay's copies are never replayed."""
+    checkout = run.target.checkout
+    run.state.commits = series_commits(checkout, run.state.old, load_series(run.series))
+    git("update-ref", BEFORE_REF, "HEAD", cwd=checkout)
+    for rel in overlay_files(run.target.overlay_dir, run.target.overlay_moves):
+        put(checkout / rel, None)
+
+
+def check_out_target(run: Run) -> None:
+    """The target commit, checked out; the files upstream renamed between the two commits."""
+    checkout, state = run.target.checkout, run.state
+    leave_outside(checkout, run.target.outside)
+    git("checkout", "--quiet", "--detach", state.new, cwd=checkout)
+    state.renames = renames(checkout, state.old, state.new)
+    run.save(state)
+
+
+def replay_patches(run: Run) -> Stop | None:
+    """Each remaining patch onto the target, then the overlay's references (the only check of them);
+    the stop, or under `go_on` the first stop it went past."""
+    stop = replay_series(run.target, run.state, run.series, run.save, go_on=run.go_on)
+    return stop or run.state.first_stop
+
+
+def stage_series(run: Run) -> None:
+    """The replayed commits (`AFTER_REF`) exported as the new series into the staging directory."""
+    checkout, state = run.target.checkout, run.state
+    head = git_out("rev-parse", "HEAD", cwd=checkout)
+    if state.tip and head == state.new and state.tip != head:  # an earlier finish re-applied
+        git("checkout", "--quiet", "--force", "--detach", state.tip, cwd=checkout)
+    else:
+        state.tip = head
+        git("update-ref", AFTER_REF, head, cwd=checkout)
+        run.save(state)
+    date = git_out("log", "-1", "--format=%cd", "--date=short", state.new, cwd=checkout)
+    run.new_pin = replace(run.pin, commit=state.new, date=date, source=state.source)
+    run.staged = stage(run.target, run.series, run.new_pin)
+
+
+def check_staged(run: Run) -> None:
+    """The staged series against the new pin: every check `apply` makes."""
+    assert run.staged is not None
+    check(run.staged)
+
+
+STEPS: list[tuple[str, Callable[[Run], Stop | None]]] = [
+    ("commits", as_commits),
+    ("target", check_out_target),
+    ("replay", replay_patches),
+    ("stage", stage_series),
+    ("check", check_staged),
+]
+RESUME = "replay"  # where `--continue` and `--skip` come back in
+FINISH = {"stage", "check"}  # their failure is a stop (FINISH_CHECK) with the reason as its note
+
+
+def run_steps(run: Run, first: str = "commits") -> Stop | None:
+    """The steps from ``first`` on; the first stop, or None when the staged series passed."""
+    names = [name for name, _ in STEPS]
+    for name, step in STEPS[names.index(first) :]:
+        try:
+            stop = step(run)
+        except OverlayError as exc:
+            if name not in FINISH:
+                raise
+            stop = Stop(FINISH_CHECK, note=str(exc))
+        if stop is not None:
+            return stop
+    return None
