@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from overlaytool import write_atomic
+from overlaytool import replace_file
 
 from . import ForkwatchError
 
@@ -123,7 +123,7 @@ def write_summary(summary: dict, out: Path) -> tuple[Path, Path]:
     paths = out / JSON_NAME, out / MD_NAME
     texts = json.dumps(summary, indent=1, ensure_ascii=False) + "\n", markdown(summary)
     for path, text in zip(paths, texts, strict=True):
-        write_atomic(path, text)
+        replace_file(path, text)
     return paths
 
 

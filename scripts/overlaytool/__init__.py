@@ -15,7 +15,7 @@ class OverlayError(Exception):
 
 # name -> the module of this package that defines it ("module:name" where the face renames it)
 _EXPORTS = {
-    "write_atomic": "atomic_write",
+    "replace_file": "atomic_write",
     "cache_root": "cache",
     "is_cached": "cache",
     "mirror_lock": "cache",

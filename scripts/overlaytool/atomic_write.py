@@ -26,7 +26,7 @@ from .faults import kill_point
 TMP_SUFFIX = ".streampetr-dali-tmp"
 
 
-def write_atomic(
+def replace_file(
     path: Path, data: bytes | str, *, mode: int | None = None, link: bool = False, step: str | None = None
 ) -> None:
     """Make `path` hold `data` (a str is written as UTF-8): a temporary file, fsync, rename, fsync of

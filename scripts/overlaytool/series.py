@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import OverlayError
-from .atomic_write import write_atomic
+from .atomic_write import replace_file
 from .lint import series_problems
 from .patchfile import Patch, decode, encode, parse_patch
 
@@ -60,7 +60,7 @@ def write_series(patch_dir: Path, names: list[str], base: str | None = None) -> 
     out = list(header)
     for name in names:
         out += [*blocks.get(name, []), name]
-    write_atomic(path, encode("\n".join([*out, *trailer]) + "\n"))
+    replace_file(path, encode("\n".join([*out, *trailer]) + "\n"))
 
 
 def load_series(patch_dir: Path) -> list[Patch]:

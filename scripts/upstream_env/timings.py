@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from overlaytool import cache_root, write_atomic
+from overlaytool import cache_root, replace_file
 
 # step -> (seconds measured cold on a 2-core host, whether it is CPU-bound: scales with cores).
 # The cold `nox -s train_dali` of 2026-12-01 on an idle 2-core host (load 0.1-1.8), the reduced op
@@ -110,6 +110,6 @@ def record(step: str, seconds: float, cpu: float | None = None) -> None:
     path = timings_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(data, indent=1) + "\n")
+        replace_file(path, json.dumps(data, indent=1) + "\n")
     except OSError:
         pass

@@ -10,16 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from overlaytool.atomic_write import leftovers, remove_leftovers, write_atomic
+from overlaytool.atomic_write import leftovers, remove_leftovers, replace_file
 from tooling_repos import SCRIPTS
 
 WRITER = """
 import sys
 from pathlib import Path
-from overlaytool.atomic_write import write_atomic
+from overlaytool.atomic_write import replace_file
 path, byte, times = Path(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
 for _ in range(times):
-    write_atomic(path, byte * 1_000_000, step="test")
+    replace_file(path, byte * 1_000_000, step="test")
 """
 
 
@@ -36,8 +36,8 @@ def umask_077():
 
 
 def test_modes_are_exact_whatever_the_umask(tmp_path: Path, umask_077) -> None:
-    write_atomic(tmp_path / "run.sh", b"#!/bin/sh\n", mode=0o755)
-    write_atomic(tmp_path / "plain.txt", "text\n")
+    replace_file(tmp_path / "run.sh", b"#!/bin/sh\n", mode=0o755)
+    replace_file(tmp_path / "plain.txt", "text\n")
     assert (tmp_path / "run.sh").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "plain.txt").stat().st_mode & 0o777 == 0o600  # 0o666 less the umask
     assert (tmp_path / "plain.txt").read_bytes() == b"text\n"
@@ -45,10 +45,10 @@ def test_modes_are_exact_whatever_the_umask(tmp_path: Path, umask_077) -> None:
 
 def test_a_file_becomes_a_symlink_and_back(tmp_path: Path) -> None:
     path = tmp_path / "latest.py"
-    write_atomic(path, "old\n")
-    write_atomic(path, b"train.py", link=True)
+    replace_file(path, "old\n")
+    replace_file(path, b"train.py", link=True)
     assert path.is_symlink() and os.readlink(path) == "train.py"
-    write_atomic(path, "new\n")
+    replace_file(path, "new\n")
     assert not path.is_symlink() and path.read_text() == "new\n"
 
 
@@ -56,7 +56,7 @@ def test_a_failed_write_keeps_the_old_content_and_no_temporary_file(tmp_path: Pa
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "inside").write_text("mine\n")
     with pytest.raises(OSError):
-        write_atomic(tmp_path / "taken", "a file where a folder is\n")
+        replace_file(tmp_path / "taken", "a file where a folder is\n")
     assert (tmp_path / "taken" / "inside").read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
 
@@ -80,7 +80,7 @@ def test_concurrent_writers_never_publish_a_mixed_file(tmp_path: Path) -> None:
     """Two processes replace one file 40 times each while it is read: every read is one writer's
     content whole (a temporary file shared by both would publish one's bytes over the other's)."""
     path = tmp_path / "summary.json"
-    write_atomic(path, b"a" * 1_000_000)
+    replace_file(path, b"a" * 1_000_000)
     writers = [run_writer(path, byte, 40) for byte in "ab"]
     seen = set()
     while any(w.poll() is None for w in writers):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from ..results.outputs import write_json
 
 SCALE_TARGETS = {
     "startup_s": 3.0,  # DALI constructor with the store present, 1 rank
@@ -172,6 +173,6 @@ def write_scale(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``scale.json`` and ``scale.png`` under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     js, png = out / "scale.json", out / "scale.png"
-    js.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    write_json(js, result)
     chart(result, png)
     return js, png

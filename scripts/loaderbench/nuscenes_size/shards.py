@@ -15,13 +15,13 @@ Writes ``<out>/shards.json`` and ``<out>/shards.png``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..results.outputs import write_json
 from ..sweep.cases import ROOT
 from .replica import replicate_infos
 
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             for k in args.ranks
         ],
     }
-    (out / "shards.json").write_text(json.dumps(result, indent=1))
+    write_json(out / "shards.json", result)
     chart(result, out / "shards.png")
     print(
         f"shards: {result['frames']} frames, {result['scenes']} scenes (lengths: {result['scene_lengths']})"

@@ -127,10 +127,19 @@ def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path,
     plt.close(fig)
 
 
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    """A run's JSON (``bench.json``, ``scale.json`` ...: read back by comparisons and the docs' tables),
+    replaced whole through the loader's writer, so a kill never leaves half of it."""
+    from dali_streampetr.toolkit import write_atomic
+
+    text = json.dumps(result, indent=1, default=str) + "\n"
+    write_atomic(path, lambda f: f.write(text.encode()))
+
+
 def write(report: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``bench.json`` and ``bench.png`` under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     js, png = out / "bench.json", out / "bench.png"
-    js.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    write_json(js, report)
     chart(report["cases"], report["floors"], png, report.get("title", ""))
     return js, png

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     js, png = args.out / "bench-gpu.json", args.out / "bench-gpu.png"
-    js.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    outputs.write_json(js, result)
     outputs.chart(cases, [], png, result["title"])
     print()
     print(outputs.table(cases, [], []).split("\n\n")[0])

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .. import OverlayError
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..cache import mirror_lock, mirror_path
 from ..faults import kill_point
 from ..fetch import require_cached
@@ -102,7 +102,7 @@ def exclude_nested(parent: Target, child: Target) -> None:
         lines = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if f"/{rel}/" in lines:
             return
-        write_atomic(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
+        replace_file(exclude, "\n".join([*lines, f"/{rel}/"]) + "\n")
     kill_point(f"{parent.label}:exclude")
 
 
@@ -128,4 +128,4 @@ def leave_outside(checkout: Path, outside: tuple[str, ...]) -> None:
     git("config", "sparse.expectFilesOutsideOfPatterns", "true", cwd=checkout)
     git("config", "core.sparseCheckout", "true", cwd=checkout)
     sparse.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(sparse, text)
+    replace_file(sparse, text)

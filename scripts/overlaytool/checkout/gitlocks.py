@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from .. import OverlayError
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..faults import kill_point
 from ..gitcmd import git_env
 from .gitdir import gitdir, state_dir
@@ -54,7 +54,7 @@ def run_index_git(checkout: Path, step: str, *args: str) -> None:
         encoding="utf-8",
         errors="surrogateescape",
     )
-    write_atomic(record, json.dumps({"pid": proc.pid, "ticks": _start_ticks(proc.pid), "began": began}))
+    replace_file(record, json.dumps({"pid": proc.pid, "ticks": _start_ticks(proc.pid), "began": began}))
     kill_point(f"{step}:git-{args[0]}:started")
     _, err = proc.communicate()
     if proc.returncode != 0:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from .. import OverlayError
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..gitcmd import TOOL_IDENTITY, git, git_out
 from ..patchfile import FILENAME_TRAILER, Patch, decode, filename_trailer
 from ..series import write_series
@@ -80,7 +80,7 @@ def export_commits(target: Target, patches: list[Patch], base: str | None = None
             )
         exported = commit if trailer == name else with_filename(checkout, commit, name)
         text = git(*FORMAT_PATCH, "--stdout", "-1", exported, cwd=checkout, text=False).stdout
-        write_atomic(target.patch_dir / name, text)
+        replace_file(target.patch_dir / name, text)
         names.append(name)
     for old in {p.name for p in patches} - set(names):
         (target.patch_dir / old).unlink()

@@ -11,7 +11,7 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 from __future__ import annotations
 
 from .. import OverlayError
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..checkout.gitdir import checkout_lock
 from ..gitcmd import git, git_out
 from ..overlay import overlay_blob, overlay_files
@@ -105,7 +105,7 @@ def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str 
             raise OverlayError(
                 f"{patch.name}: your edits revert the whole patch; remove it from the series instead."
             )
-        write_atomic(patch.path, encode(f"{patch.header}\n") + diff)
+        replace_file(patch.path, encode(f"{patch.header}\n") + diff)
         rewritten.append(patch.name)
     unowned = sorted(p for p in edited_files if p not in owners)
     if unowned:

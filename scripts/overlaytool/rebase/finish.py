@@ -14,7 +14,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from ..atomic_write import remove_leftovers, write_atomic
+from ..atomic_write import remove_leftovers, replace_file
 from ..checkout.gitdir import state_dir
 from ..export.commit_export import export_commits
 from ..faults import kill_point
@@ -85,10 +85,10 @@ def restore(target: Target) -> None:
     for path in sorted(snap.iterdir()):
         dest = target.patch_dir / path.name
         if not dest.is_file() or dest.read_bytes() != path.read_bytes():
-            write_atomic(dest, path.read_bytes())
+            replace_file(dest, path.read_bytes())
     pin = _snapshot_dir(target) / "pin.toml"
     if target.pin.file.read_bytes() != pin.read_bytes():
-        write_atomic(target.pin.file, pin.read_bytes())
+        replace_file(target.pin.file, pin.read_bytes())
 
 
 def discard(target: Target) -> None:
@@ -129,14 +129,14 @@ def publish(target: Target, staged: Target, new_pin_text: str) -> None:
     for name in sorted(new, key=lambda n: n == "series"):  # patches first, the series after them
         dest, data = target.patch_dir / name, new[name].read_bytes()
         if not dest.is_file() or dest.read_bytes() != data:
-            write_atomic(dest, data, step=f"{STEP}:write-{name}")
+            replace_file(dest, data, step=f"{STEP}:write-{name}")
             kill_point(f"{STEP}:write-{name}")
     for path in _series_files(target.patch_dir):
         if path.name not in new:
             path.unlink()
             kill_point(f"{STEP}:delete-{path.name}")
     if target.pin.file.read_text(encoding="utf-8") != new_pin_text:
-        write_atomic(target.pin.file, new_pin_text, step=f"{STEP}:pin")
+        replace_file(target.pin.file, new_pin_text, step=f"{STEP}:pin")
         kill_point(f"{STEP}:pin")
 
 

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..gitcmd import git
 from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
@@ -273,7 +273,7 @@ def write_report(
         report_paths(target.checkout) if json_path is None else (json_path.with_suffix(".md"), json_path)
     )
     report = report_data(target, state, details, mode, done, carries or bool(done), overlaps)
-    write_atomic(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    replace_file(path, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     title = "Check" if mode == "check" else "Rebase"
     lines = [f"# {title} of the series: {state.old[:12]} → {state.new[:12]}", ""]
     if done:
@@ -327,7 +327,7 @@ def write_report(
         for block in d["conflicts"]:
             lines += ["", "```", block, "```"]
         lines += ["", f"What to do: {d['what_to_do']}"]
-    write_atomic(md_path, "\n".join(lines) + "\n")
+    replace_file(md_path, "\n".join(lines) + "\n")
     return md_path, details
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .. import OverlayError
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..checkout.gitdir import state_dir
 from ..targets import Target
 
@@ -102,7 +102,7 @@ def in_progress(target: Target) -> bool:
 
 
 def save_state(target: Target, state: RebaseState) -> None:
-    write_atomic(state_path(target), json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n")
+    replace_file(state_path(target), json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
 def load_state(target: Target) -> RebaseState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic_write import remove_leftovers, write_atomic
+from ..atomic_write import remove_leftovers, replace_file
 from ..blob import SYMLINK, Blob, blob_at
 from ..gitcmd import git
 
@@ -29,7 +29,7 @@ def same_state(recorded: list[str] | str | None, state: list[str] | None) -> boo
 
 
 def put(path: Path, blob: Blob | None, step: str | None = None) -> None:
-    """Make `path` hold `blob` (None: delete) with its git mode, atomically (`write_atomic`; `step`
+    """Make `path` hold `blob` (None: delete) with its git mode, atomically (`replace_file`; `step`
     names the kill point between the temporary file and the rename)."""
     if blob is None:
         if path.is_symlink() or path.is_file():
@@ -38,9 +38,9 @@ def put(path: Path, blob: Blob | None, step: str | None = None) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     if blob.mode == SYMLINK:
-        write_atomic(path, blob.data, link=True, step=step)
+        replace_file(path, blob.data, link=True, step=step)
     else:
-        write_atomic(path, blob.data, mode=0o755 if blob.mode == "100755" else 0o644, step=step)
+        replace_file(path, blob.data, mode=0o755 if blob.mode == "100755" else 0o644, step=step)
 
 
 def remove_leftover_tmp(checkout: Path, rels: list[str]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..checkout.gitdir import state_dir
 
 
@@ -35,7 +35,7 @@ def owns(journal: dict | None, rel: str, state: list[str] | None) -> bool:
 
 def write_journal(checkout: Path, journal: dict) -> None:
     """Record the plan durably (write, fsync, rename, fsync the directory)."""
-    write_atomic(journal_path(checkout), json.dumps(journal, indent=1, sort_keys=True) + "\n")
+    replace_file(journal_path(checkout), json.dumps(journal, indent=1, sort_keys=True) + "\n")
 
 
 def clear_journal(checkout: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic_write import write_atomic
+from ..atomic_write import replace_file
 from ..checkout.gitdir import state_dir
 
 
@@ -18,4 +18,4 @@ def read_stamp(checkout: Path) -> dict | None:
 
 def write_stamp(checkout: Path, stamp: dict) -> None:
     """Replace the stamp atomically."""
-    write_atomic(state_dir(checkout) / "stamp.json", json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    replace_file(state_dir(checkout) / "stamp.json", json.dumps(stamp, indent=1, sort_keys=True) + "\n")
