@@ -21,17 +21,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> the module of this package that defines it ("module:name" where the face renames it)
-_EXPORTS = {
-    "clean_pip_env": "node",
-    "link_torch": "node",
-    "probe": "node",
-    "FORMAT": "parts",
-    "MANIFEST": "parts",
-    "sha256": "parts",
-    "main": "runner",
-    "CheckError": "steps",
+# the face: module of this package -> the names other packages take from it
+_FACE = {
+    "node": ("clean_pip_env", "link_torch", "probe"),
+    "parts": ("FORMAT", "MANIFEST", "sha256"),
+    "runner": ("main",),
+    "steps": ("CheckError",),
 }
+_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
 __all__ = sorted(_EXPORTS)
 
 
@@ -39,7 +36,4 @@ def __getattr__(name: str) -> Any:
     """A name of the face, imported from its module on first use (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _EXPORTS[name].partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -21,14 +21,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> the module of this package that defines it ("module:name" where the face renames it)
-_EXPORTS = {
-    "MINI_SCENES": "catalog",
-    "DEFAULT_SAMPLES_PER_SCENE": "dataset",
-    "DEFAULT_SCENES": "dataset",
-    "default_root": "dataset",
-    "ensure_dataset": "dataset",
+# the face: module of this package -> the names other packages take from it
+_FACE = {
+    "catalog": ("MINI_SCENES",),
+    "dataset": ("DEFAULT_SAMPLES_PER_SCENE", "DEFAULT_SCENES", "default_root", "ensure_dataset"),
 }
+_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
 __all__ = sorted(_EXPORTS)
 
 
@@ -36,7 +34,4 @@ def __getattr__(name: str) -> Any:
     """A name of the face, imported from its module on first use (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _EXPORTS[name].partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

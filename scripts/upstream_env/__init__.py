@@ -15,41 +15,31 @@ class EnvBuildError(Exception):
     """A user-facing failure: the message says which step failed and where the full log is."""
 
 
-# name -> the module of this package that defines it ("module:name" where the face renames it)
-_EXPORTS = {
-    "BUILD_PREREQS": "build",
-    "NO_DEPS": "build",
-    "is_current": "build",
-    "read_stamp": "build",
-    "build_env": "build:build",
-    "CUOBJDUMP": "cuda_toolkit",
-    "SDIST": "mmcv_wheel",
-    "ensure_mmcv_wheel": "mmcv_wheel",
-    "probe": "mmcv_wheel",
-    "sdist": "mmcv_wheel",
-    "ensure_mmdet3d_wheel": "mmdet3d_wheel",
-    "NODE_TORCH": "node_torch",
-    "node_requirements": "node_torch",
-    "normalise": "node_torch",
-    "requirement_name": "node_torch",
-    "with_dali": "node_torch",
-    "without_node_torch": "node_torch",
-    "ENV_DIR": "paths",
-    "LOG_FILE": "paths",
-    "ROOT": "paths",
-    "env_python": "paths",
-    "store_wheel": "paths",
-    "wheel_cache": "paths",
-    "BuildLog": "runlog",
+# the face: module of this package -> the names other packages take from it
+_FACE = {
+    "build": ("BUILD_PREREQS", "NO_DEPS", "is_current", "read_stamp"),
+    "cuda_toolkit": ("CUOBJDUMP",),
+    "mmcv_wheel": ("SDIST", "ensure_mmcv_wheel", "probe", "sdist"),
+    "mmdet3d_wheel": ("ensure_mmdet3d_wheel",),
+    "node_torch": (
+        "NODE_TORCH",
+        "node_requirements",
+        "normalise",
+        "requirement_name",
+        "with_dali",
+        "without_node_torch",
+    ),
+    "paths": ("ENV_DIR", "LOG_FILE", "ROOT", "env_python", "store_wheel", "wheel_cache"),
+    "runlog": ("BuildLog",),
 }
-__all__ = sorted([*_EXPORTS, "EnvBuildError"])
+_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
+_RENAMED = {"build_env": ("build", "build")}  # a name the face gives to `build.build`, which the module hides
+__all__ = sorted([*_EXPORTS, *_RENAMED, "EnvBuildError"])
 
 
 def __getattr__(name: str) -> Any:
     """A name of the face, imported from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
+    module, attr = _RENAMED.get(name) or (_EXPORTS.get(name), name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _EXPORTS[name].partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"{__name__}.{module}"), attr)

@@ -28,10 +28,11 @@ class WheelhouseError(Exception):
     """A user-facing failure naming the file, package or step."""
 
 
-# name -> the module of this package that defines it ("module:name" where the face renames it)
-_EXPORTS = {
-    "activate": "offline",
+# the face: module of this package -> the names other packages take from it
+_FACE = {
+    "offline": ("activate",),
 }
+_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
 __all__ = sorted([*_EXPORTS, "WheelhouseError"])
 
 
@@ -39,7 +40,4 @@ def __getattr__(name: str) -> Any:
     """A name of the face, imported from its module on first use (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _EXPORTS[name].partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
