@@ -1,6 +1,6 @@
 """`evaluate` and `create_data` without the stack (hermetic, stdlib only): the command lines they build,
 the config they pick, the metrics table they print and the errors on bad input. The stack tier
-(test_workflow_stack.py, tests/synthdata/test_synth_converter_stack.py) runs them for real.
+(test_workflow_stack.py, tests/synthdata/test_infos_converter_stack.py) runs them for real.
 """
 
 from __future__ import annotations
