@@ -1,7 +1,7 @@
 """`rebase`: move a target's patch series to a new upstream commit, one patch at a time.
 
 The series becomes commits on the old pin (as `edit` makes them: export/edit.py), then each patch
-is replayed onto the target (replay.py, in the one loop of loop.py) and gets a status: `clean`,
+is replayed onto the target (replay.py, in the replay step of flow.py) and gets a status: `clean`,
 `offset`, `merged-3way` (a three-way merge, also the way a patch follows a file upstream moved: the
 status says `old → new`), `already-upstream` (dropped), `conflict` or `missing-at-target` (both
 stop). After the last patch the overlay's references into the rebased tree are checked
@@ -13,6 +13,6 @@ all-or-nothing (finish.py). The rebase and `--check` (check.py) run one sequence
 commits, target, replay, stage, check; `--check` runs it in a scratch clone, goes on past a stop and
 changes nothing, the rebase ends in the finish's writes.
 
-Modules: state (the typed state), resolve (the target commit), flow (the steps), loop, replay,
+Modules: state (the typed state), resolve (the target commit), flow (the steps), replay,
 references, report, finish, commands (start, continue, skip, abort), check.
 """

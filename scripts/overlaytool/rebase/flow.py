@@ -4,7 +4,7 @@ series and the pin, `--check` reports on a scratch clone.
 
 The steps: the series becomes commits on the old pin (`edit`'s way: export/edit.py), the target is
 checked out, the patches are replayed onto it and the overlay's references checked in the rebased
-tree (loop.py; `--check` goes on past a stop), the replayed series is exported into a staging
+tree (`--check` goes on past a stop), the replayed series is exported into a staging
 directory and checked there as `apply` would check it (finish.py). `--continue` and `--skip` come
 back in at the replay (:data:`RESUME`).
 """
@@ -20,13 +20,14 @@ from ..checkout.clone import leave_outside
 from ..export.edit import series_commits
 from ..gitcmd import git, git_out
 from ..overlay import overlay_files
+from ..patchfile import parse_patch
 from ..pins import Pin
 from ..series import load_series
 from ..targets import Target
 from ..tree.files import put
 from .finish import check, stage
-from .loop import replay_series
-from .replay import renames
+from .references import OVERLAY_REFERENCE, unchecked_references, unresolved_references
+from .replay import CONFLICT, MISSING, renames, replay
 from .state import RebaseState, Stop
 
 BEFORE_REF = "refs/streampetr-dali/before-rebase"  # the series as commits on the old pin
@@ -67,10 +68,47 @@ def check_out_target(run: Run) -> None:
 
 
 def replay_patches(run: Run) -> Stop | None:
-    """Each remaining patch onto the target, then the overlay's references (the only check of them);
-    the stop, or under `go_on` the first stop it went past."""
-    stop = replay_series(run.target, run.state, run.series, run.save, go_on=run.go_on)
-    return stop or run.state.first_stop
+    """Each patch from `state.next` onto the checkout's HEAD, then the overlay's references into the
+    rebased tree (`state.references`; those built at run time: `state.unchecked`), their one check;
+    the stop (saved in `state.stop`), or None when the series is through.
+
+    `go_on` (`--check`): a stopped patch is recorded as `state.first_stop`, left out, and the
+    statuses after it are marked provisional (the real run stops there); the references are checked
+    all the same, without the patches left out; the first stop it went past is returned."""
+    target, state, save, checkout = run.target, run.state, run.save, run.target.checkout
+    assert state.renames is not None
+    while state.next < len(state.patches):
+        name = state.patches[state.next]
+        state.head = git_out("rev-parse", "HEAD", cwd=checkout)
+        save(state)
+        done = replay(checkout, parse_patch(run.series / name), state.commits[state.next], state.renames)
+        state.statuses[name] = done.status
+        if done.moves:
+            state.moves[name] = done.moves
+        if state.first_stop is not None:
+            state.provisional.append(name)
+        if done.status in (CONFLICT, MISSING):
+            stop = Stop(done.status, done.paths, done.missing, patch=name)
+            if not run.go_on:
+                state.stop = stop
+                save(state)
+                return stop
+            state.first_stop = state.first_stop or stop
+            git("reset", "--quiet", "--hard", "HEAD", cwd=checkout)  # go on without it
+        state.next += 1
+        save(state)
+    references = unresolved_references(target, checkout, state.new, state.renames)
+    state.references, state.unchecked = references, unchecked_references(target)
+    save(state)
+    if references:
+        stop = Stop(OVERLAY_REFERENCE, sorted({r["file"] for r in references}), references=references)
+        if run.go_on:
+            state.first_stop = state.first_stop or stop
+        else:
+            state.stop = stop
+            save(state)
+            return stop
+    return state.first_stop
 
 
 def stage_series(run: Run) -> None:
