@@ -13,8 +13,15 @@ version compatibility: a build for CUDA 13.x runs on a driver >= 580, 12.x on >=
 installed distribution's name (``nvidia-dali-cuda120`` -> CUDA 12). ``CUDA_VISIBLE_DEVICES=`` (empty)
 hides the GPUs on purpose: then the host counts as one without a GPU.
 
+Where torch sees a GPU, the env's mmcv must also hold the CUDA ops a GPU run reaches
+(:data:`CUDA_OPS`: mmdet's FocalLoss in every config, RepDETR3D's deformable attention); an mmcv
+built with CPU ops only (``nox -s upstream_env -- --no-cuda``, or auto on a host without a GPU)
+would stop at the first iteration with ``OpNotCompiledError``. :func:`require_cuda_ops` refuses it
+first, naming the op, the env's mmcv build and the command that rebuilds it with CUDA ops.
+
 ``python tools/driver_check.py [--dali]`` prints the verdict (exit 1 on a refusal); ``tools/train.py``
-and ``tools/test.py`` call :func:`require_usable_cuda` before they start a process group.
+and ``tools/test.py`` call :func:`require_usable_cuda` before they start a process group or build
+the model.
 """
 
 from __future__ import annotations
@@ -42,6 +49,21 @@ DALI_DISTS = {"nvidia-dali-cuda110": 11, "nvidia-dali-cuda120": 12, "nvidia-dali
 TORCH_INDEX = {12: "https://download.pytorch.org/whl/cu126", 11: "https://download.pytorch.org/whl/cu118"}
 PROC_VERSION = "/proc/driver/nvidia/version"
 HIDE = "to run on the CPU on purpose, hide the GPUs: CUDA_VISIBLE_DEVICES= (empty)"
+# The `mmcv._ext` names a GPU run of the supported configs reaches, by op and by who calls it: the
+# CUDA op set the env builder compiles (`upstream_env.op_set.KEPT_CUDA` holds these and `info`;
+# tests/gpu/test_driver_check_ops.py keeps the two equal).
+CUDA_OPS = {
+    "focal_loss": (
+        ("sigmoid_focal_loss_forward", "sigmoid_focal_loss_backward", "softmax_focal_loss_forward",
+         "softmax_focal_loss_backward"),
+        "mmdet's FocalLoss on CUDA tensors (every config)",
+    ),
+    "ms_deform_attn": (
+        ("ms_deform_attn_forward", "ms_deform_attn_backward"),
+        "RepDETR3D's DeformableFeatureAggregationCuda",
+    ),
+}  # fmt: skip
+CUDA_OPS_FIX = "nox -s upstream_env -- --cuda"
 
 
 class CudaMismatchError(RuntimeError):
@@ -236,14 +258,77 @@ def probe_runtime(uses_dali: bool) -> Runtime:
     return Runtime(torch.__version__, torch.version.cuda, torch.cuda.is_available(), dali)
 
 
+@dataclass(frozen=True)
+class MmcvOps:
+    """What the env's compiled mmcv ops are: its CUDA release (None: CPU ops only), the names it
+    compiled (None: every op, a full build) and where the library lies."""
+
+    version: str
+    cuda: str | None
+    compiled: tuple[str, ...] | None
+    library: str
+
+
+def probe_mmcv_ops() -> MmcvOps | None:
+    """The env's mmcv ops (None where no mmcv-full is installed: nothing to check). A reduced build
+    (streampetr-dali's op set) says what it compiled in ``mmcv._ext.COMPILED_OPS``."""
+    try:
+        import mmcv
+    except ImportError:
+        return None
+    try:
+        import mmcv._ext as ext
+    except ImportError as exc:
+        return MmcvOps(mmcv.__version__, None, (), f"no mmcv._ext ({exc})")
+    cuda = ext.get_compiling_cuda_version()
+    compiled = getattr(ext, "COMPILED_OPS", None)
+    return MmcvOps(
+        mmcv.__version__,
+        None if cuda in (None, "", "not available") else str(cuda),
+        None if compiled is None else tuple(compiled),
+        str(ext.__file__),
+    )
+
+
+def missing_cuda_ops(ops: MmcvOps) -> list[tuple[str, str]]:
+    """(name, who calls it) of each :data:`CUDA_OPS` name the env's mmcv cannot run on a GPU."""
+    wanted = [(name, who) for names, who in CUDA_OPS.values() for name in names]
+    if ops.cuda is None:
+        return wanted
+    return [(name, who) for name, who in wanted if ops.compiled is not None and name not in ops.compiled]
+
+
+def require_cuda_ops(ops: MmcvOps | None) -> None:
+    """Raise :class:`CudaMismatchError` naming the first missing op, the env's mmcv build and the fix
+    where the env's mmcv lacks a CUDA op a GPU run reaches."""
+    missing = [] if ops is None else missing_cuda_ops(ops)
+    if not missing:
+        return
+    name, who = missing[0]
+    build = f"CUDA {ops.cuda} ops" if ops.cuda else "CPU ops only (get_compiling_cuda_version: not available)"
+    if ops.compiled is not None:
+        build += f", compiled: {', '.join(ops.compiled) or 'none'}"
+    more = (
+        f" and {len(missing) - 1} more ({', '.join(n for n, _ in missing[1:])})" if len(missing) > 1 else ""
+    )
+    raise CudaMismatchError(
+        f"torch sees a GPU, but the env's mmcv-full {ops.version} has no CUDA op {name!r} ({who}){more}: "
+        f"it is built with {build} ({ops.library}). Fix: rebuild the env with mmcv's CUDA ops: "
+        f"{CUDA_OPS_FIX}; {HIDE}"
+    )
+
+
 def require_usable_cuda(uses_dali: bool = False, quiet: bool = False) -> str:
     """The verdict for this host; ``SystemExit`` naming the mismatch and its fix where torch or DALI
-    cannot use the GPU that is there (a message, not a traceback: the cause is the host)."""
+    cannot use the GPU that is there, or the env's mmcv lacks a CUDA op a GPU run reaches (a message,
+    not a traceback: the cause is the host or the env)."""
     runtime = probe_runtime(uses_dali)
     hidden = gpus_hidden(dict(os.environ))
     driver = Driver() if hidden and not runtime.torch_sees_gpu else probe_driver()
     try:
         verdict = decide(driver, runtime, hidden)
+        if runtime.torch_sees_gpu:
+            require_cuda_ops(probe_mmcv_ops())
     except CudaMismatchError as exc:
         raise SystemExit(f"driver_check: refusing to run: {exc}") from None
     if not quiet:

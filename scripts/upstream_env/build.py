@@ -14,12 +14,13 @@ from pathlib import Path
 
 from . import EnvBuildError, node_torch
 from .cuda_toolkit import DEFAULT_ARCHES
-from .mmcv_wheel import ensure_mmcv_wheel, probe
+from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
 
-# {"digest": ..., **Choices}: what the env was built from and with which choices
+# {"digest": ..., **Choices, "cuda_ops", "cuda_ops_why", "mmcv_ext", "mmcv_ext_sha256"}: what the env
+# was built from, with which choices, what auto resolved to, and the mmcv `_ext` library it installed
 STAMP = ".upstream-env.json"
 # The modules that decide what goes into the env: a change to one of them rebuilds the env. A new
 # module that changes what is built belongs here; the console progress (runlog.py, timings.py),
@@ -56,7 +57,8 @@ IMPORT_CHECK = (
 class Choices:
     """What a build was asked for; each persists in the stamp until a flag changes it."""
 
-    cuda: bool | None = None  # --cuda / --no-cuda; None: auto (CUDA ops when torch sees a GPU)
+    cuda: bool | None = None  # --cuda / --no-cuda; None: auto (CUDA ops when the env's torch sees a
+    # GPU, asked again at every check: an env auto built without a GPU is rebuilt where torch sees one)
     full_ops: bool = False  # --full-ops / --reduced-ops
     arch_list: tuple[str, ...] = DEFAULT_ARCHES  # --cuda-arch (CUDA builds)
     toolkit: str = "auto"  # --toolkit: where nvcc comes from (not hashed: the same wheel either way)
@@ -80,15 +82,26 @@ def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
     return resolve(stamp, cuda=requested).cuda
 
 
-def digest(choices: Choices | bool | None = None, full_ops: bool = False) -> str:
-    """What the env is a function of: ops choices, requirement files, mmdet3d pin, the builder's code."""
-    if not isinstance(choices, Choices):
-        choices = Choices(cuda=choices, full_ops=full_ops)
+def resolve_ops(python: Path, requested: bool | None) -> tuple[bool, str]:
+    """Whether the env gets mmcv's CUDA ops, and why: the flag given, else (auto) whether the env's
+    torch sees a GPU now (asked through `probe`)."""
+    if requested is not None:
+        return requested, "--cuda" if requested else "--no-cuda"
+    info = probe(python)
+    build = f"CUDA {info['cuda']} build" if info["cuda"] else "CPU build"
+    sees = "sees a GPU" if info["cuda_available"] else "sees no GPU"
+    return want_cuda_ops(info, None), f"auto: torch {info['torch']} ({build}) {sees}"
+
+
+def digest(choices: Choices, cuda_ops: bool) -> str:
+    """What the env is a function of: the ops choices and what they resolved to (`cuda_ops`), the
+    requirement files, the mmdet3d pin, the builder's code."""
     here = Path(__file__).parent
     parts = [REQUIREMENTS, CONSTRAINTS, MMDET3D_PIN, *(here / name for name in BUILDER_MODULES)]
     ops = "full" if choices.full_ops else "reduced"
-    arches = ";".join(choices.arch_list) if choices.cuda is not False else "-"
-    key = f"cuda={choices.cuda}\nops={ops}\narch={arches}\ntorch_from={choices.torch_from}\n"
+    arches = ";".join(choices.arch_list) if cuda_ops else "-"
+    key = f"cuda={choices.cuda}\ncuda_ops={cuda_ops}\nops={ops}\narch={arches}\n"
+    key += f"torch_from={choices.torch_from}\n"
     h = hashlib.sha256(key.encode())
     for path in parts:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -107,15 +120,46 @@ def read_stamp(env: Path) -> dict | None:
 def is_current(
     env: Path = ENV_DIR, cuda: bool | None = None, full_ops: bool | None = None, **flags: object
 ) -> bool:
-    """The env exists and was built from the current inputs with the resolved choices."""
+    """The env exists, was built from the current inputs with the resolved choices (auto: what the
+    env's torch decides now), and still holds the mmcv `_ext` library its build installed."""
     stamp = read_stamp(env)
-    if not env_python(env).exists() or stamp is None:
+    python = env_python(env)
+    if not python.exists() or stamp is None:
         return False
-    return stamp.get("digest") == digest(resolve(stamp, cuda=cuda, full_ops=full_ops, **flags))
+    choices = resolve(stamp, cuda=cuda, full_ops=full_ops, **flags)
+    try:
+        cuda_ops, _ = resolve_ops(python, choices.cuda)
+    except EnvBuildError:  # the env's torch does not import: rebuild it
+        return False
+    return stamp.get("digest") == digest(choices, cuda_ops) and _installed_ext_is_stamped(env, stamp)
 
 
-def _write_stamp(env: Path, choices: Choices) -> None:
-    stamp = {"digest": digest(choices), **asdict(choices)}
+def _installed_ext_is_stamped(env: Path, stamp: dict) -> bool:
+    """The stamp's `mmcv_ext` (a path inside the env) has the sha256 the stamp recorded."""
+    relative, recorded = stamp.get("mmcv_ext"), stamp.get("mmcv_ext_sha256")
+    if not isinstance(relative, str) or not isinstance(recorded, str):
+        return False
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        return False
+    path = env / relative
+    return path.is_file() and _sha256(path) == recorded
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_stamp(env: Path, choices: Choices, cuda_ops: bool, why: str, ext: Path) -> None:
+    """Record the build: its choices, what they resolved to and why, the installed `_ext` (`ext`,
+    inside `env`) and its hash."""
+    stamp = {
+        "digest": digest(choices, cuda_ops),
+        **asdict(choices),
+        "cuda_ops": cuda_ops,
+        "cuda_ops_why": why,
+        "mmcv_ext": str(ext.relative_to(env)),
+        "mmcv_ext_sha256": _sha256(ext),
+    }
     (env / STAMP).write_text(json.dumps(stamp) + "\n")
     (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format
 
@@ -153,7 +197,8 @@ def build(env: Path = ENV_DIR, *, force: bool = False, mmcv_only: bool = False, 
     def up_to_date() -> bool:
         if force or mmcv_only or not is_current(env, **asdict(choices)):
             return False
-        print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices)}).", file=sys.stderr)
+        stamp = read_stamp(env) or {}
+        print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices, stamp)}).", file=sys.stderr)
         return True
 
     if up_to_date():
@@ -164,10 +209,11 @@ def build(env: Path = ENV_DIR, *, force: bool = False, mmcv_only: bool = False, 
         return python if up_to_date() else _build(env, python, choices, mmcv_only=mmcv_only)
 
 
-def _ops_name(choices: Choices) -> str:
-    kind = {True: "CUDA (--cuda)", False: "CPU (--no-cuda)", None: "auto"}[choices.cuda]
+def _ops_name(choices: Choices, stamp: dict) -> str:
+    cuda_ops = bool(stamp.get("cuda_ops"))
+    kind = f"{'CUDA' if cuda_ops else 'CPU'} ({stamp.get('cuda_ops_why')})"
     ops = "full set" if choices.full_ops else "reduced set"
-    arches = f", arches {';'.join(choices.arch_list)}" if choices.cuda is not False else ""
+    arches = f", arches {';'.join(choices.arch_list)}" if cuda_ops else ""
     return f"{kind}, {ops}{arches}"
 
 
@@ -194,8 +240,10 @@ def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False
         log.done(started, timing="torch" if fresh else None)
 
         started = log.begin("mmcv-full wheel with compiled ops (cached)")
+        cuda_ops, why = resolve_ops(python, choices.cuda)
+        log.say(f"      mmcv ops: {'CUDA' if cuda_ops else 'CPU'} ({why})")
         mmcv_dir = ensure_mmcv_wheel(
-            python, log, choices.cuda, choices.full_ops, choices.arch_list, choices.toolkit
+            python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
         )
         log.done(started)
         if mmcv_only:
@@ -210,10 +258,11 @@ def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
         log.run(_pip(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-        nodeps = [*NO_DEPS, mmdet3d]
-        if choices.torch_from:  # mmcv-full without its opencv-python (node_torch.py says why)
-            nodeps += list(mmcv_dir.glob("mmcv_full-*.whl"))
-        log.run(_pip(python, "--no-deps", "-c", constraints, *nodeps), what="pip install --no-deps")
+        log.run(_pip(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d), what="pip install --no-deps")
+        # pip keeps an installed mmcv-full 1.6.0 of another build (CPU/CUDA ops, op set, arches):
+        # this build's wheel file is installed over it, without its dependencies (also the node's
+        # case, where mmcv-full's opencv-python stays out: node_torch.py says why)
+        ext = install_wheel(python, _purelib(python), mmcv_dir, log)
         log.done(started, timing="requirements" if fresh else None)
 
         started = log.begin("NumPy alias shim and import check", "check")
@@ -225,6 +274,6 @@ def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False
         raise
     finally:
         log.close()
-    _write_stamp(env, choices)
+    _write_stamp(env, choices, cuda_ops, why, ext)
     print(f"upstream env ready in {time.monotonic() - total:.0f} s: {python}", file=sys.stderr)
     return python

@@ -37,6 +37,7 @@ RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels ar
 # What a CUDA `_ext` must link against: torch's CUDA build and its CUDA runtime (the linker drops
 # libtorch_cuda.so: mmcv uses nothing of it directly).
 CUDA_NEEDED = ("libc10_cuda.so", "libcudart.so.")
+EXT = re.compile(r"mmcv/_ext\..*\.so")  # the compiled ops inside a wheel (and site-packages)
 
 
 def probe(python: Path) -> dict:
@@ -165,7 +166,7 @@ def _tool(cmd: list, so: Path) -> str:
 
 def _check_wheel(wheel: Path, cuobjdump: Path, arches: tuple[str, ...], tmp: Path) -> dict:
     with zipfile.ZipFile(wheel) as zf:
-        (member,) = [n for n in zf.namelist() if re.fullmatch(r"mmcv/_ext\..*\.so", n)]
+        (member,) = [n for n in zf.namelist() if EXT.fullmatch(n)]
         so = Path(zf.extract(member, tmp / "check"))
     return check_cuda_library(so, cuobjdump, arches)
 
@@ -239,3 +240,45 @@ def ensure_mmcv_wheel(
         store_wheel(wheel, dest, meta)
     record(kind, seconds, children_cpu() - cpu_before)
     return dest
+
+
+def wheel_ext(wheel: Path) -> tuple[str, str]:
+    """The `mmcv/_ext*.so` member of an mmcv-full wheel and its sha256; a named error unless one."""
+    with zipfile.ZipFile(wheel) as zf:
+        members = [n for n in zf.namelist() if EXT.fullmatch(n)]
+        if len(members) != 1:
+            raise EnvBuildError(f"{wheel}: holds {len(members)} mmcv/_ext libraries ({members}), not one")
+        return members[0], hashlib.sha256(zf.read(members[0])).hexdigest()
+
+
+def install_wheel(python: Path, purelib: Path, folder: Path, log: BuildLog) -> Path:
+    """Install the mmcv-full wheel of `folder` into the env of `python` over any mmcv-full it holds
+    (pip would keep another build of the same version: CPU or CUDA ops, another op set or arch list),
+    without its dependencies; then check that the installed `_ext` library is that wheel's file.
+    Returns the installed library (under `purelib`)."""
+    wheels = sorted(folder.glob("mmcv_full-*.whl"))
+    if len(wheels) != 1:
+        raise EnvBuildError(f"{folder}: {len(wheels)} mmcv-full wheels, not one; delete the folder and rerun")
+    (wheel,) = wheels
+    log.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--force-reinstall",
+            wheel,
+        ],
+        what="pip install mmcv-full (this build's wheel)",
+    )
+    member, want = wheel_ext(wheel)
+    installed = purelib / member
+    got = hashlib.sha256(installed.read_bytes()).hexdigest() if installed.is_file() else "(no such file)"
+    if got != want:
+        raise EnvBuildError(
+            f"{installed}: sha256 {got}, not that of {member} in {wheel} ({want}): the env holds another "
+            "mmcv-full build than its choices; rebuild it: nox -s upstream_env -- --clean"
+        )
+    return installed

@@ -69,7 +69,7 @@ def source_built_wheels() -> tuple[Path, Path, dict]:
     log = BuildLog(LOG_FILE, total_steps=1)
     try:
         stamp = read_stamp(ENV_DIR) or {}  # the env's ops choices: its very wheel (reduced or full)
-        choices = (stamp.get("cuda"), bool(stamp.get("full_ops")), stamp.get("arch_list"))
+        choices = (stamp.get("cuda_ops"), bool(stamp.get("full_ops")), stamp.get("arch_list"))
         mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, *choices)
         mmdet3d_dir = ensure_mmdet3d_wheel(env_python(ENV_DIR), log)
     finally:

@@ -80,12 +80,16 @@ def test_patch_std_rewrites_every_cxx14_flag(tmp_path: Path) -> None:
 
 
 def test_env_stamp_is_stable_and_depends_on_the_ops_choice() -> None:
-    assert digest(None) == digest(None)
-    assert digest(None) != digest(True)
-    assert digest(Choices(cuda=True, arch_list=("9.0",))) != digest(Choices(cuda=True))
-    assert digest(Choices(cuda=False, arch_list=("9.0",))) == digest(Choices(cuda=False)), "CPU ops: no arch"
-    assert digest(Choices(cuda=True, toolkit="index")) == digest(Choices(cuda=True)), "the same wheel"
-    assert digest(Choices(torch_from="/usr/bin/python3")) != digest(Choices())
+    auto, cuda = Choices(), Choices(cuda=True)
+    assert digest(auto, False) == digest(auto, False)
+    assert digest(auto, False) != digest(auto, True), "auto: what it resolved to decides"
+    assert digest(auto, True) != digest(cuda, True), "an explicit --cuda is kept apart from auto"
+    assert digest(Choices(cuda=True, arch_list=("9.0",)), True) != digest(cuda, True)
+    cpu = Choices(cuda=False)
+    assert digest(Choices(cuda=False, arch_list=("9.0",)), False) == digest(cpu, False), "CPU ops: no arch"
+    assert digest(Choices(arch_list=("9.0",)), False) == digest(auto, False), "auto on CPU: no arch"
+    assert digest(Choices(cuda=True, toolkit="index"), True) == digest(cuda, True), "the same wheel"
+    assert digest(Choices(torch_from="/usr/bin/python3"), False) != digest(auto, False)
 
 
 class FakeLog:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from build_recorder import record_builds
+from build_recorder import fake_probe, record_builds, write_built_env
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
 from upstream_env.build import STAMP, digest, is_current, read_stamp, resolve_cuda
@@ -26,16 +26,17 @@ def test_an_explicit_choice_wins_over_the_recorded_one(recorded: bool | None) ->
 
 def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
     env = tmp_path / "env"
-    (env / "bin").mkdir(parents=True)
-    (env / "bin" / "python").write_text("")
-    builder._write_stamp(env, builder.Choices(cuda=cuda))
+    write_built_env(env, builder.Choices(cuda=cuda))
     return env
 
 
-def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(tmp_path: Path) -> None:
+def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_probe(monkeypatch)  # no GPU: auto means CPU ops
     env = _built_env(tmp_path, True)
     stamp = read_stamp(env)
-    assert stamp is not None and stamp["digest"] == digest(True)
+    assert stamp is not None and stamp["digest"] == digest(builder.Choices(cuda=True), cuda_ops=True)
     assert (stamp["cuda"], stamp["full_ops"], stamp["arch_list"]) == (
         True,
         False,
@@ -47,9 +48,13 @@ def test_stamp_records_the_flavour_and_an_unflagged_check_accepts_it(tmp_path: P
     assert is_current(cpu) and not is_current(cpu, True)
 
 
-def test_an_older_or_broken_stamp_means_rebuild(tmp_path: Path) -> None:
+def test_an_older_or_broken_stamp_means_rebuild(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_probe(monkeypatch)
     env = _built_env(tmp_path, None)
-    (env / STAMP).write_text(digest(None) + "\n")  # the stamp's previous format: a bare digest
+    assert is_current(env)
+    (env / STAMP).write_text(
+        digest(builder.Choices(), cuda_ops=False) + "\n"
+    )  # the stamp's previous format: a bare digest
     assert read_stamp(env) is None and not is_current(env)
     (env / STAMP).write_text('{"digest": "not this one", "cuda": null}')
     assert not is_current(env)

@@ -19,7 +19,7 @@ from build_recorder import record_builds
 from upstream_env import EnvBuildError, op_set
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
-from upstream_env.build import BUILDER_MODULES, STAMP, digest
+from upstream_env.build import BUILDER_MODULES, STAMP, Choices, digest
 from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, check_cached, expected_facts, flavour, reduced_ops
 from upstream_env.paths import wheel_cache
 
@@ -147,8 +147,9 @@ def test_cached_build_facts_must_match_the_folders_op_set(tmp_path: Path) -> Non
 
 
 def test_digest_follows_the_op_set_but_not_the_progress_code() -> None:
-    assert digest(False) != digest(False, full_ops=True)
-    assert digest(True) != digest(True, full_ops=True), "CUDA builds have a reduced set too"
+    assert digest(Choices(cuda=False), False) != digest(Choices(cuda=False, full_ops=True), False)
+    cuda, cuda_full = Choices(cuda=True), Choices(cuda=True, full_ops=True)
+    assert digest(cuda, True) != digest(cuda_full, True), "CUDA builds have a reduced set too"
     here = Path(builder.__file__).parent
     assert all((here / name).is_file() for name in BUILDER_MODULES)
     assert "op_set.py" in BUILDER_MODULES

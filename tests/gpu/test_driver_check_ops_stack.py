@@ -1,0 +1,53 @@
+"""The patched tools/train.py and tools/test.py on the env's real mmcv with CPU ops where torch sees
+a GPU (faked: `torch.cuda.is_available` answers True, as on the lent node): both stop before a
+process group or a model exists, naming the first CUDA op the configs reach, the env's build and
+`nox -s upstream_env -- --cuda`, where they used to fail at the first iteration."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from driver_fakes import load_driver_check
+
+pytestmark = pytest.mark.stack
+CHECKOUT = Path(__file__).resolve().parents[2] / "upstream" / "StreamPETR"
+CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py"
+COMMANDS = {
+    "train": ["tools/train.py", CONFIG, "--work-dir", "{work}"],
+    "test": ["tools/test.py", CONFIG, "{work}/no-checkpoint-needed.pth", "--eval", "bbox"],
+}
+SEES_A_GPU = "import torch\ntorch.cuda.is_available = lambda: True  # the test's faked visibility\n"
+
+
+def _cpu_ops_env() -> None:
+    ops = load_driver_check().probe_mmcv_ops()
+    if ops is None or ops.cuda is not None:
+        pytest.skip(f"this env's mmcv has CUDA ops ({ops}); the refusal needs the CPU-ops env")
+
+
+@pytest.mark.parametrize("tool", sorted(COMMANDS))
+def test_a_gpu_run_on_cpu_ops_stops_naming_the_op_and_the_fix(tool: str, tmp_path: Path) -> None:
+    _cpu_ops_env()
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / "sitecustomize.py").write_text(SEES_A_GPU)
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "fake"), str(CHECKOUT)])
+    args = [a.replace("{work}", str(tmp_path / "work")) for a in COMMANDS[tool]]
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=600
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert (
+        "driver_check: refusing to run: torch sees a GPU, but the env's mmcv-full 1.6.0 has no CUDA op "
+        in out
+    )
+    assert "'sigmoid_focal_loss_forward' (mmdet's FocalLoss on CUDA tensors (every config))" in out
+    assert "CPU ops only (get_compiling_cuda_version: not available)" in out
+    assert "nox -s upstream_env -- --cuda" in out
+    assert "Traceback" not in out and "Iter [" not in out and "OpNotCompiledError" not in out
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())

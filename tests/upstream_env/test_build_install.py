@@ -1,0 +1,147 @@
+"""An env is what its stamp says (hermetic: a real venv, real pip, tiny real wheels; no index).
+
+pip keeps an installed `mmcv-full 1.6.0` whatever build it is, so a build that only ran
+`pip install -r requirements/upstream.txt --find-links <wheel folder>` left the old build's ops in
+place (CPU ops under a `"cuda": true` stamp). Here the builder's `_build` runs for real on a real
+venv with its heavy parts (torch, the compile, mmdet3d's build) replaced by tiny wheels: every
+switch of the ops choices must leave the installed `mmcv/_ext` equal to the chosen wheel's file, and
+an auto-built env must follow what the env's torch sees now.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tiny_wheels import EXT, tiny_mmcv, tiny_mmdet3d
+from upstream_env import EnvBuildError, mmcv_wheel
+from upstream_env import build as builder
+from upstream_env.build import STAMP, is_current, read_stamp
+
+pytestmark = pytest.mark.slow  # about 40 CPU-s: ~45 pip runs in fresh venvs
+GPU_INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "torch_site": "/nowhere"}
+BUILDS = {  # (cuda ops, full set, arch list) -> the name its tiny wheel's `_ext` bytes carry
+    (False, False, None): "cpu-reduced",
+    (False, True, None): "cpu-full",
+    (True, False, ("8.0", "8.6", "8.9", "9.0")): "cuda-reduced-arch8.0..9.0",
+    (True, False, ("9.0",)): "cuda-reduced-arch9.0",
+    (True, True, ("9.0",)): "cuda-full-arch9.0",
+}
+
+
+class Wheels:
+    """The cached-wheel folders the faked `ensure_mmcv_wheel` serves, one per build; the GPU the
+    faked probe reports (`gpu`); the flavours asked for."""
+
+    def __init__(self, root: Path) -> None:
+        self.gpu = False
+        self.asked: list[str] = []
+        self.ext = {build: tiny_mmcv(root / build, build) for build in BUILDS.values()}
+        self.root = root
+
+    def info(self, python: Path) -> dict:
+        return {**GPU_INFO, "cuda_available": self.gpu}
+
+    def ensure(self, python, log, cuda=None, full_ops=False, arches=None, toolkit="auto"):  # noqa: ANN001, ANN201
+        cuda_ops = mmcv_wheel.want_cuda_ops(self.info(python), cuda)  # as the real one resolves
+        build = BUILDS[(cuda_ops, bool(full_ops), tuple(arches) if cuda_ops else None)]
+        self.asked.append(build)
+        return self.root / build
+
+
+@pytest.fixture
+def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Wheels:
+    """The builder with tiny inputs: requirements `mmcv-full==1.6.0`, no index, no torch."""
+    wheels = Wheels(tmp_path / "wheels")
+    requirements, constraints = tmp_path / "upstream.txt", tmp_path / "constraints.txt"
+    requirements.write_text("mmcv-full==1.6.0\n")
+    constraints.write_text("")
+    monkeypatch.setattr(builder, "REQUIREMENTS", requirements)
+    monkeypatch.setattr(builder, "CONSTRAINTS", constraints)
+    monkeypatch.setattr(builder, "LOG_FILE", tmp_path / "build.log")
+    monkeypatch.setattr(builder, "BUILD_PREREQS", ("pip",))  # already in the venv: no download
+    monkeypatch.setattr(builder, "NO_DEPS", ())
+    monkeypatch.setattr(builder, "IMPORT_CHECK", "import mmcv, mmdet3d")
+    monkeypatch.setattr(builder, "probe", wheels.info)
+    monkeypatch.setattr(builder, "ensure_mmcv_wheel", wheels.ensure)
+    monkeypatch.setattr(
+        builder, "ensure_mmdet3d_wheel", lambda python, log: tiny_mmdet3d(tmp_path / "m3d").parent
+    )
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # everything from the wheel folders
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    return wheels
+
+
+def installed_ext(env: Path) -> bytes:
+    (ext,) = env.glob(f"lib/python*/site-packages/{EXT}")
+    return ext.read_bytes()
+
+
+def test_every_switch_of_the_ops_choices_installs_the_chosen_wheel(tmp_path: Path, wheels: Wheels) -> None:
+    """CPU -> CUDA, another arch list, reduced -> full, CUDA -> CPU, full -> reduced: each build
+    leaves that build's `_ext` installed over the previous one of the same version, and its stamp
+    names it (shown failing on the builder before this change: the second build kept cpu-reduced)."""
+    env = tmp_path / "env"
+    walk = [
+        (dict(cuda=False), "cpu-reduced"),
+        (dict(cuda=True), "cuda-reduced-arch8.0..9.0"),
+        (dict(cuda=True, arch_list=("9.0",)), "cuda-reduced-arch9.0"),
+        (dict(cuda=True, arch_list=("9.0",), full_ops=True), "cuda-full-arch9.0"),
+        (dict(cuda=False, full_ops=True), "cpu-full"),
+        (dict(cuda=False, full_ops=False), "cpu-reduced"),
+    ]
+    for flags, build in walk:
+        builder.build(env, **flags)
+        assert wheels.asked[-1] == build, f"{flags}: the builder asked for the wrong wheel"
+        assert installed_ext(env) == wheels.ext[build], f"{flags}: the env kept another mmcv-full build"
+        assert is_current(env, **flags)
+    stamp = read_stamp(env)
+    assert stamp is not None and stamp["cuda_ops"] is False and stamp["cuda_ops_why"] == "--no-cuda"
+    assert stamp["mmcv_ext"].endswith(EXT) and len(stamp["mmcv_ext_sha256"]) == 64
+
+
+def test_an_installed_ext_that_is_not_the_wheels_is_a_named_error_and_not_current(
+    tmp_path: Path, wheels: Wheels
+) -> None:
+    env = tmp_path / "env"
+    builder.build(env, cuda=True)
+    ext = next(env.glob(f"lib/python*/site-packages/{EXT}"))
+    ext.write_bytes(b"another build, installed by hand\n")  # e.g. pip install mmcv-full==1.6.0
+    assert not is_current(env), "the stamp no longer says what the env holds"
+
+    class NoPip:  # pip that does nothing: the check after it must notice
+        path = tmp_path / "log"
+
+        def run(self, cmd, **kwargs) -> None:  # noqa: ANN001
+            pass
+
+    site = ext.parent.parent
+    with pytest.raises(EnvBuildError, match="holds another mmcv-full build than its choices") as exc:
+        mmcv_wheel.install_wheel(env / "bin" / "python", site, tmp_path / "wheels" / "cpu-reduced", NoPip())
+    assert str(ext) in str(exc.value) and "cpu-reduced" in str(exc.value)
+    builder.build(env, cuda=True)  # not current: rebuilt, the wheel's file again
+    assert installed_ext(env) == wheels.ext["cuda-reduced-arch8.0..9.0"]
+
+
+def test_an_auto_env_built_without_a_gpu_is_rebuilt_with_cuda_ops_where_torch_sees_one(
+    tmp_path: Path, wheels: Wheels
+) -> None:
+    """The login node builds by auto (no GPU: CPU ops, and the stamp says why); the compute node's
+    torch sees a GPU (faked probe): the env is not current there, and the next build installs the
+    CUDA ops (shown failing on the builder before this change: it was current, CPU ops stayed)."""
+    env = tmp_path / "env"
+    builder.build(env)
+    assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env)
+    login = read_stamp(env)
+    wheels.gpu = True  # the same env, seen from a GPU node
+    assert not is_current(env), "auto resolves to CUDA ops here"
+    builder.build(env)
+    assert installed_ext(env) == wheels.ext["cuda-reduced-arch8.0..9.0"] and is_current(env)
+    node = json.loads((env / STAMP).read_text())
+    assert login is not None and login["cuda"] is None and login["cuda_ops"] is False
+    assert login["cuda_ops_why"] == "auto: torch 2.14.1+cu130 (CUDA 13.0 build) sees no GPU"
+    assert node["cuda"] is None, "still auto: a later build follows the host again"
+    assert node["cuda_ops"] is True and node["cuda_ops_why"].endswith("(CUDA 13.0 build) sees a GPU")
+    wheels.gpu = False  # back on the login node, auto means CPU ops again (`--cuda` pins them)
+    assert not is_current(env)

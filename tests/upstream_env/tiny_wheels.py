@@ -1,0 +1,48 @@
+"""Shared by the env builder's install tests: tiny real wheels (a zip with its dist-info and RECORD,
+as `pip wheel` writes one) of `mmcv-full 1.6.0` in several builds, told apart by the bytes of their
+`mmcv/_ext` library, and of mmdet3d; pip installs them into a real venv like the real ones."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sysconfig
+import zipfile
+from pathlib import Path
+
+WHEEL = b"Wheel-Version: 1.0\nGenerator: tiny_wheels\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+EXT = f"mmcv/_ext{sysconfig.get_config_var('EXT_SUFFIX')}"  # where the real wheel has its library
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """`folder/<name>-<version>-py3-none-any.whl` holding `files`, with METADATA, WHEEL and RECORD."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    files = {
+        **files,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": WHEEL,
+    }
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+        zf.writestr(f"{info}/RECORD", record + f"{info}/RECORD,,\n")
+    return wheel
+
+
+def tiny_mmcv(folder: Path, build: str) -> bytes:
+    """A tiny mmcv-full 1.6.0 wheel in `folder` whose `_ext` library's bytes name `build`; those bytes."""
+    ext = f"compiled ops of the {build} build\n".encode()
+    make_wheel(folder, "mmcv-full", "1.6.0", {"mmcv/__init__.py": b"__version__ = '1.6.0'\n", EXT: ext})
+    return ext
+
+
+def tiny_mmdet3d(folder: Path) -> Path:
+    return make_wheel(folder, "mmdet3d", "1.0.0rc6", {"mmdet3d/__init__.py": b"__version__ = '1.0.0rc6'\n"})
