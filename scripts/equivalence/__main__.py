@@ -21,7 +21,7 @@ from overlaytool import OverlayError
 from .configs import upstream_configs
 from .original import CONFIGS, DEFAULT_CONFIGS, REPO_ROOT, import_upstream, read_config, streampetr_target
 from .sweep import sweep
-from .verdict import config_table, render, verdict_counts
+from .verdict import config_table, render, verdict, verdict_counts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -92,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(config_table(records) + "\n")
     ok = all(r["ok"] for r in records)
-    verdict = "PASS" if ok else "FAIL"
-    print(f"equivalence ({args.split} split): {verdict}: {verdict_counts(records)}; wrote {out}")
+    print(f"equivalence ({args.split} split): {verdict(records)}: {verdict_counts(records)}; wrote {out}")
     return 0 if ok else 1
 
 

@@ -2,8 +2,10 @@
 the frame that raised it) and, where the cause is known, what would make it comparable.
 
 Known causes: upstream's sequence sampler refusing fewer sequence groups than batch slots (the data
-set is too small: which ``nox -s make_data -- --scenes N`` fits), and a fork's data set reading an
-info key the data set's info pickle lacks (the fork's own converter writes it).
+set is too small: which ``nox -s make_data -- --scenes N`` fits), a fork's data set reading an
+info key the data set's info pickle lacks (the fork's own converter writes it), a ``_base_`` built
+from an installed package's ``__file__`` (the wheel has no ``configs/``), and a file the data set
+lacks (named, with what provides it).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import linecache
 import math
 import pickle
+import re
 import site
 import sys
 import traceback
@@ -92,6 +95,53 @@ def _info_key_hint(key: object, data_root: Path | None) -> str | None:
     )
 
 
+# what provides a file a data root lacks, by its folder (longest first)
+DATA_PROVIDERS = (
+    ("maps/expansion/", "the nuScenes map expansion (nuScenes-map-expansion-v1.3.zip, unpacked into maps/)"),
+    ("maps/basemap/", "the nuScenes map expansion (nuScenes-map-expansion-v1.3.zip, unpacked into maps/)"),
+    ("can_bus/", "the nuScenes CAN bus expansion (can_bus.zip, unpacked beside samples/)"),
+    ("maps/", "the nuScenes maps (part of the nuScenes download)"),
+    ("samples/", "the nuScenes camera and sensor files (the nuScenes download)"),
+    ("sweeps/", "the nuScenes camera and sensor files (the nuScenes download)"),
+)
+
+
+def _missing_path(exc: BaseException) -> str | None:
+    """The path a FileNotFoundError names: its ``filename``, or the quoted path of mmcv's message."""
+    if getattr(exc, "filename", None):
+        return str(exc.filename)
+    found = re.search(r"""["']([^"']+)["']""", str(exc))
+    return found.group(1) if found else None
+
+
+def _missing_file_hint(exc: BaseException, data_root: Path | None) -> str | None:
+    """A file not found: a ``_base_`` pointing into site-packages (N2), or a data file the data set
+    lacks (N3), named with what provides it."""
+    missing = _missing_path(exc)
+    if missing is None:
+        return None
+    path = Path(missing)
+    if "site-packages" in path.parts and "configs" in path.parts:
+        return (
+            f"the config builds a path from an installed package's __file__ ({_short(missing)} in "
+            "site-packages), and the installed wheel has no configs/ folder: point that `_base_` at "
+            "the pinned checkout's mmdetection3d/configs/ (a path relative to the config) instead"
+        )
+    if data_root is None:
+        return None
+    root = Path(data_root).resolve()
+    try:
+        rel = (path if path.is_absolute() else root / path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+    provider = next((what for folder, what in DATA_PROVIDERS if rel.startswith(folder)), None)
+    provided = f"; {provider} provides it" if provider else ""
+    return (
+        f"the data set ({root}) has no {rel}{provided}; the synthetic set does not hold it: compare on a "
+        "data root that does (`--data-root`)"
+    )
+
+
 def _origin(exc: BaseException) -> BaseException:
     """The exception a same-type re-raise wraps (mmcv's registry raises ``type(e)(f"{cls}: {e}")``
     from inside its ``except``): its frame is where the cause is."""
@@ -115,6 +165,8 @@ def not_comparable(exc: BaseException, data_root: Path | None = None) -> dict[st
             hint = _groups_hint(owner)
     if isinstance(origin, KeyError) and origin.args:
         hint = _info_key_hint(origin.args[0], data_root)
+    if isinstance(origin, FileNotFoundError):
+        hint = _missing_file_hint(origin, data_root)
     message = repr(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     if not str(origin):  # a bare assert: its source line says what failed
         message = f"{message.rstrip()} {line}".strip()

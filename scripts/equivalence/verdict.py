@@ -138,6 +138,16 @@ def write_json(records: list[dict[str, Any]], path: Path) -> None:
     write_atomic(path, lambda f: f.write(text.encode()))
 
 
+def verdict(records: list[dict]) -> str:
+    """The run's word: PASS (every row equal, refused by name or skipped), FAIL (a row differs), or
+    NOT ALL COMPARABLE (no row differs, but some configs could not be compared)."""
+    if all(r["ok"] for r in records):
+        return "PASS"
+    if any(not r["ok"] and "not_comparable" not in r for r in records):
+        return "FAIL"
+    return "NOT ALL COMPARABLE"
+
+
 def verdict_counts(records: list[dict]) -> str:
     """``10 of 11 configs equal, 1 refused by name (...)``: a refusal is not counted as equal; configs
     not comparable and files skipped by rule are counted apart (skipped files are no configs)."""

@@ -19,6 +19,7 @@ from .checkout.gitdir import checkout_lock
 from .export.edit import commit_series
 from .export.refresh import refresh_target
 from .fetch import fetch
+from .footprint import footprint_problems, footprint_table, series_footprint
 from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
@@ -138,13 +139,16 @@ def _rebase(target: Target, targets: list[Target], args: argparse.Namespace) -> 
 
 def cmd_lint(args: argparse.Namespace) -> None:
     targets = load_targets(args.root)
-    problems = [
-        p
-        for target in select(targets, args.target)
-        for p in series_problems(target.patch_dir, read_series(target.patch_dir))
-    ]
+    problems, tables = [], []
+    for target in select(targets, args.target):
+        names = read_series(target.patch_dir)
+        problems += series_problems(target.patch_dir, names)
+        footprints = series_footprint(target.patch_dir, names)
+        problems += footprint_problems(footprints, target.patch_dir)
+        tables.append(footprint_table(target.label, footprints))
     if not args.target:
         problems += folder_problems(args.root, targets)
+    print("\n".join(tables))
     if problems:
         raise OverlayError("The patch series is not valid:\n  " + "\n  ".join(problems))
     print("series: ok")

@@ -86,3 +86,30 @@ def test_a_key_the_infos_lack_is_named_and_one_they_have_is_not(tmp_path: Path) 
     assert (entry["type"], entry["message"]) == ("KeyError", "'instance_inds'")
     assert "have no key 'instance_inds'" in entry["hint"] and "--add-info-key instance_inds" in entry["hint"]
     assert not_comparable(raised(read, {}, "gt_boxes"), tmp_path)["hint"] is None  # the infos have it
+
+
+def test_a_base_built_from_an_installed_package_names_the_missing_configs_folder() -> None:
+    """A fork's `_base_` from `mmdet3d.__file__` points into site-packages, where the wheel has no
+    configs/ (mmcv's message quotes the path)."""
+
+    def check_file_exist(filename: str) -> None:
+        raise FileNotFoundError(f'file "{filename}" does not exist')
+
+    missing = "/env/lib/python3.11/site-packages/configs/_base_/datasets/nus-3d.py"
+    entry = not_comparable(raised(check_file_exist, missing))
+    assert entry["type"] == "FileNotFoundError" and missing in entry["message"]
+    assert "installed wheel has no configs/ folder" in entry["hint"]
+    assert "mmdetection3d/configs/" in entry["hint"]
+
+
+def test_a_data_file_the_set_lacks_is_named_with_what_provides_it(tmp_path: Path) -> None:
+    """The fork's data set reads the nuScenes map expansion, which the synthetic set lacks."""
+
+    def read_map(root: Path) -> bytes:
+        return (root / "maps" / "expansion" / "singapore-onenorth.json").read_bytes()
+
+    entry = not_comparable(raised(read_map, tmp_path), tmp_path)
+    assert "has no maps/expansion/singapore-onenorth.json" in entry["hint"]
+    assert "nuScenes map expansion" in entry["hint"] and "--data-root" in entry["hint"]
+    outside = not_comparable(raised(read_map, tmp_path / "elsewhere"), tmp_path / "data")
+    assert outside["hint"] is None  # a file outside the data root is no data file

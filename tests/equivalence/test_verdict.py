@@ -3,7 +3,7 @@ as equal, and a differing one is counted apart (the run's PASS/FAIL stays ``all(
 
 from __future__ import annotations
 
-from equivalence.verdict import config_table, result_of, verdict_counts
+from equivalence.verdict import config_table, result_of, verdict, verdict_counts
 
 
 def test_refused_and_different_configs_are_not_counted_as_equal() -> None:
@@ -38,3 +38,12 @@ def test_not_comparable_and_skipped_rows_are_counted_apart_and_tabled() -> None:
     table = config_table(records).splitlines()
     assert table[3] == "| b.py | - | skipped: no `_base_`, `data` or `model`: not a config |"
     assert table[4] == "| c.py | streaming | not comparable: KeyError: 'instance_inds' (fork.py:13); x\\|y |"
+
+
+def test_the_run_says_fail_only_when_a_row_differs() -> None:
+    """Only not-comparable rows beside equal ones: no row is FAIL, so the run does not say FAIL."""
+    error = {"type": "FileNotFoundError", "message": "configs/_base_/x.py", "where": "fork.py:1"}
+    equal, broken = {"config": "a.py", "ok": True}, {"config": "b.py", "ok": False, "not_comparable": error}
+    assert verdict([equal, {"config": "r.py", "ok": True, "refused": "why"}]) == "PASS"
+    assert verdict([equal, broken]) == "NOT ALL COMPARABLE"
+    assert verdict([equal, broken, {"config": "c.py", "ok": False}]) == "FAIL"

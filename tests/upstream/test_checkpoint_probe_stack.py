@@ -1,7 +1,7 @@
 """Stack tier: ``--auto-resume`` probes checkpoints without running code from them, orders them by
 their number (``latest.pth`` a hint only), and mmcv's own load of the chosen file accepts what the
-probe accepted. The patched ``tools/train.py`` of the applied checkout, with the real torch and
-mmcv."""
+probe accepted. ``tools/auto_resume.py`` of the applied checkout (what the patched ``tools/train.py``
+calls), with the real torch and mmcv."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ class RunsCode:
 
 
 @pytest.fixture(scope="module")
-def train_py():
-    if not (CHECKOUT / "tools" / "train.py").is_file():
+def auto_resume():
+    if not (CHECKOUT / "tools" / "auto_resume.py").is_file():
         pytest.skip("the applied StreamPETR checkout is missing (nox -s apply)")
-    spec = importlib.util.spec_from_file_location("streampetr_train_probe", CHECKOUT / "tools" / "train.py")
+    spec = importlib.util.spec_from_file_location("auto_resume", CHECKOUT / "tools" / "auto_resume.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -45,16 +45,16 @@ def _save(path: Path, **meta) -> Path:
     return path
 
 
-def _choose(train_py, work: Path, caplog) -> tuple[str | None, list[str]]:
+def _choose(auto_resume, work: Path, caplog) -> tuple[str | None, list[str]]:
     logger = logging.getLogger("probe-test")
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="probe-test"):
-        chosen = train_py.find_resumable_checkpoint(str(work), logger)
+        chosen = auto_resume.find_resumable_checkpoint(str(work), logger)
     return chosen, [r.getMessage() for r in caplog.records if r.name == "probe-test"]
 
 
 def test_a_checkpoint_whose_pickle_would_run_code_is_skipped_by_name_and_nothing_runs(
-    train_py, tmp_path, caplog
+    auto_resume, tmp_path, caplog
 ):
     import torch
 
@@ -62,18 +62,18 @@ def test_a_checkpoint_whose_pickle_would_run_code_is_skipped_by_name_and_nothing
     work.mkdir()
     _save(work / "iter_2.pth")
     torch.save({"meta": {"iter": 3, "x": RunsCode(marker)}, "state_dict": {}}, work / "iter_3.pth")
-    chosen, skipped = _choose(train_py, work, caplog)
+    chosen, skipped = _choose(auto_resume, work, caplog)
     assert chosen == str(work / "iter_2.pth")
     assert len(skipped) == 1 and skipped[0].startswith(f"auto-resume: skipped {work / 'iter_3.pth'}: ")
     assert "its pickle names posix.system, which loading it would call" in skipped[0]
     assert not marker.exists()
-    problem = train_py.checkpoint_problem(str(work / "iter_3.pth"))  # what --resume-from reports
+    problem = auto_resume.checkpoint_problem(str(work / "iter_3.pth"))  # what --resume-from reports
     assert "posix.system" in problem and not marker.exists()
     torch.load(work / "iter_3.pth", weights_only=False)  # the file does run code when trusted
     assert marker.exists()
 
 
-def test_the_highest_number_wins_and_latest_is_a_hint(train_py, tmp_path, caplog):
+def test_the_highest_number_wins_and_latest_is_a_hint(auto_resume, tmp_path, caplog):
     """A kill between the new checkpoint's rename and the latest.pth swap leaves latest.pth naming
     the older file: the newer one is taken. A latest.pth that is no numbered file (a copy) is taken
     only when no numbered file loads."""
@@ -82,19 +82,19 @@ def test_the_highest_number_wins_and_latest_is_a_hint(train_py, tmp_path, caplog
     for n in (1, 2, 10):
         _save(work / f"iter_{n}.pth", iter=n)
     (work / "latest.pth").symlink_to("iter_2.pth")
-    assert _choose(train_py, work, caplog) == (str(work / "iter_10.pth"), [])
-    assert list(train_py.resumable_checkpoints(str(work))) == [
+    assert _choose(auto_resume, work, caplog) == (str(work / "iter_10.pth"), [])
+    assert list(auto_resume.resumable_checkpoints(str(work))) == [
         str(work / f"iter_{n}.pth") for n in (10, 2, 1)
     ]  # latest.pth: the same file as iter_2.pth, listed once
     copy = tmp_path / "copy"
     copy.mkdir()
     (copy / "iter_5.pth").write_bytes(b"torn")
     _save(copy / "latest.pth", iter=4)
-    chosen, skipped = _choose(train_py, copy, caplog)
+    chosen, skipped = _choose(auto_resume, copy, caplog)
     assert chosen == str(copy / "latest.pth") and "incomplete or corrupt" in skipped[0]
 
 
-def test_numpy_values_in_meta_pass_the_probe_and_mmcvs_own_load(train_py, tmp_path, caplog):
+def test_numpy_values_in_meta_pass_the_probe_and_mmcvs_own_load(auto_resume, tmp_path, caplog):
     """A hook may leave numpy scalars or arrays in meta: the probe allows them, and mmcv's load of
     the chosen file (torch.load's default, weights_only=True) then accepts it too."""
     import torch
@@ -103,7 +103,7 @@ def test_numpy_values_in_meta_pass_the_probe_and_mmcvs_own_load(train_py, tmp_pa
     work = tmp_path / "work"
     work.mkdir()
     path = _save(work / "iter_1.pth", best_score=np.float64(0.5), steps=np.arange(3), n=np.int64(7))
-    assert _choose(train_py, work, caplog) == (str(path), [])
+    assert _choose(auto_resume, work, caplog) == (str(path), [])
     model = torch.nn.Module()
     model.w = torch.nn.Parameter(torch.ones(2))
     checkpoint = load_checkpoint(model, str(path), map_location="cpu")

@@ -18,7 +18,8 @@ are made once per module.
 - ``nox -s evaluate`` on 3 ranks of the 2-scene val set (the middle rank holds no frame): the same
   results and the same metrics as one process; ``--validate`` on 2 ranks, evaluating twice, reports
   what one process's evaluation of its checkpoint reports;
-- the gather itself (``collect_results_cpu`` and ``_gpu``) on gloo with 1 and 4 ranks, rank 0 empty,
+- the gather itself (``gather_results_cpu`` and ``_gpu`` of ``dali_streampetr.runner``, which the
+  patched ``custom_multi_gpu_test`` calls) on gloo with 1 and 4 ranks, rank 0 empty,
   and a lost frame named.
 
 ``nox`` (CI) runs the focused part: the DALI test loader at K = 3 (15 frames, 5 scenes: no multiple
@@ -243,7 +244,7 @@ def test_validate_on_two_ranks_reports_what_one_process_evaluates(
 
 GATHER = """
 import multiprocessing, os, sys, torch.distributed as dist
-from projects.mmdet3d_plugin.core.apis.test import collect_results_cpu, collect_results_gpu
+from dali_streampetr.runner import gather_results_cpu, gather_results_gpu
 from dali_streampetr.sampling.eval_shards import scene_shards
 ids, folder, mode = ['a', 'a', 'a', 'b', 'b'], sys.argv[1], sys.argv[2]
 lose = mode == 'lose'
@@ -255,8 +256,8 @@ def rank(r, k):
         shard = shard[:-1]
     part = [f'frame {i}' for i in shard]
     gathered = []
-    collects = {'cpu': lambda: collect_results_cpu(part, len(ids), f'{folder}/{mode}{k}', indices=shard),
-                'gpu': lambda: collect_results_gpu(part, len(ids), indices=shard)}
+    collects = {'cpu': lambda: gather_results_cpu(part, len(ids), f'{folder}/{mode}{k}', indices=shard),
+                'gpu': lambda: gather_results_gpu(part, len(ids), indices=shard)}
     for name, collect in collects.items():  # every rank joins both collectives
         try:
             gathered.append(collect())
@@ -276,7 +277,7 @@ for k in (1, 4):
 def test_the_gather_puts_unequal_shards_in_dataset_order_with_an_empty_rank_0_and_one_rank(
     tmp_path: Path,
 ) -> None:
-    """collect_results_cpu and collect_results_gpu (all_gather_object) on real gloo groups of 1 and 4
+    """gather_results_cpu and gather_results_gpu (all_gather_object) on real gloo groups of 1 and 4
     ranks over 2 scenes (3 + 2 frames: 4 ranks get 0, 3, 0, 2: the rank that gathers holds none);
     with each rank's last frame lost, rank 0 names the frames no rank returned."""
     script = tmp_path / "gather.py"

@@ -154,9 +154,9 @@ def test_kills_during_the_first_and_a_later_checkpoint_write_then_auto_resume_co
 def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     synthetic_dataset: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """tools/train.py's choice with the DALI loader's check: the newest checkpoint (iter_4.pth,
-    another seed's stream) is skipped with the field named; iter_2.pth (this stream) is taken. A
-    checkpoint without a DALI state (the PyTorch loader's) is accepted."""
+    """tools/train.py's choice (tools/auto_resume.py) with the DALI loader's check: the newest
+    checkpoint (iter_4.pth, another seed's stream) is skipped with the field named; iter_2.pth (this
+    stream) is taken. A checkpoint without a DALI state (the PyTorch loader's) is accepted."""
     import importlib.util
     import logging
 
@@ -182,12 +182,12 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     torch.save({"meta": {"iter": 5}, "state_dict": {}}, tmp_path / "torch_loader.pth")
     assert loader.checkpoint_problem(str(tmp_path / "torch_loader.pth")) is None
 
-    spec = importlib.util.spec_from_file_location("streampetr_train", CHECKOUT / "tools" / "train.py")
-    train_py = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train_py)
+    spec = importlib.util.spec_from_file_location("auto_resume", CHECKOUT / "tools" / "auto_resume.py")
+    auto_resume = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(auto_resume)
     logger = logging.getLogger("auto-resume-test")
     with caplog.at_level(logging.WARNING, logger="auto-resume-test"):
-        chosen = train_py.find_resumable_checkpoint(str(work), logger, [loader.checkpoint_problem])
+        chosen = auto_resume.find_resumable_checkpoint(str(work), logger, [loader.checkpoint_problem])
     assert chosen == str(work / "iter_2.pth")
     skipped = [r.getMessage() for r in caplog.records if r.name == "auto-resume-test"]
     assert len(skipped) == 1 and skipped[0].startswith(f"auto-resume: skipped {work / 'iter_4.pth'}: ")

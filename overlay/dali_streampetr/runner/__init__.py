@@ -1,3 +1,48 @@
 """The mmcv side: what the patched ``tools/train.py``, ``tools/test.py`` and the evaluation hook call
 (:mod:`.dataloader`), the collated batches (:mod:`.collate`) and the hooks. Imports mmcv, except
-:mod:`.schedule`."""
+:mod:`.schedule`.
+
+The patched plugin files (``mmdet_train.py``, ``core/apis/test.py``, ``datasets/builder.py``,
+the samplers, ``attention.py``) call the logic their hooks need through this package's names
+(:data:`__all__`): ``from dali_streampetr.runner import X``. Each name is imported on first use
+(PEP 562), so a hook imports only the module that defines it (none of them DALI):
+:mod:`.devices` (the model on the CPU), :mod:`.checkpoints` (atomic writes, resume),
+:mod:`.upstream_loaders` (the evaluation loader, scene shards, sampler options, loader hooks),
+:mod:`.eval_gather` (results in dataset order), :mod:`.attention` (attention without flash-attn).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> the module (under this package) that defines it
+_EXPORTS = {
+    "wrap_on_cpu": "devices",
+    "write_checkpoints_atomically": "checkpoints",
+    "resume_training": "checkpoints",
+    "build_val_loader": "upstream_loaders",
+    "uses_dali_test_loader": "upstream_loaders",
+    "sharded_sampler": "upstream_loaders",
+    "print_part": "upstream_loaders",
+    "scene_shard": "upstream_loaders",
+    "loading_options": "upstream_loaders",
+    "register_loader_hooks": "upstream_loaders",
+    "rank_indices": "eval_gather",
+    "gather_results_cpu": "eval_gather",
+    "gather_results_gpu": "eval_gather",
+    "sdpa_attention": "attention",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,68 @@
+"""The gather of the patched ``custom_multi_gpu_test`` (``core/apis/test.py``): every rank's results
+back at their frames' dataset indices, so shards of unequal length (``test_sharding='scenes'``) and
+empty ranks gather in dataset order (:func:`..sampling.eval_shards.in_dataset_order`)."""
+
+from __future__ import annotations
+
+import os.path as osp
+import shutil
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+import mmcv
+import torch
+import torch.distributed as dist
+from mmcv.runner import get_dist_info
+
+from ..sampling.eval_shards import in_dataset_order
+
+
+def rank_indices(data_loader: Any) -> list[int]:
+    """The dataset index of each frame this rank evaluates, in order, as its sampler yields them (the
+    torch sampler and the DALI test loader's alike). Shards may differ in length
+    (data_loading_config.test_sharding='scenes'), so the gather places results by index."""
+    return [int(i) for i in data_loader.sampler]
+
+
+def gather_results_cpu(
+    result_part: list, size: int, tmpdir: str | None = None, *, indices: Iterable[int]
+) -> list | None:
+    """Rank 0: the results of every rank in dataset order (`indices`: the dataset index of each of
+    this rank's results), through a shared folder; the other ranks: None."""
+    rank, world_size = get_dist_info()
+    # create a tmp dir if it is not specified
+    if tmpdir is None:
+        MAX_LEN = 512
+        # 32 is whitespace
+        dir_tensor = torch.full((MAX_LEN,), 32, dtype=torch.uint8, device="cuda")
+        if rank == 0:
+            mmcv.mkdir_or_exist(".dist_test")
+            tmpdir = tempfile.mkdtemp(dir=".dist_test")
+            tmpdir = torch.tensor(bytearray(tmpdir.encode()), dtype=torch.uint8, device="cuda")
+            dir_tensor[: len(tmpdir)] = tmpdir
+        dist.broadcast(dir_tensor, 0)
+        tmpdir = dir_tensor.cpu().numpy().tobytes().decode().rstrip()
+    else:
+        mmcv.mkdir_or_exist(tmpdir)
+    # dump the part result to the dir
+    mmcv.dump((list(indices), result_part), osp.join(tmpdir, f"part_{rank}.pkl"))
+    dist.barrier()
+    # collect all parts
+    if rank != 0:
+        return None
+    # load results of all parts from tmp dir
+    part_list = [mmcv.load(osp.join(tmpdir, f"part_{i}.pkl")) for i in range(world_size)]
+    # each result at its frame's index (shards of any length; upstream's padding: the first result)
+    ordered_results = in_dataset_order(part_list, size)
+    # remove tmp dir
+    shutil.rmtree(tmpdir)
+    return ordered_results
+
+
+def gather_results_gpu(result_part: list, size: int, *, indices: Iterable[int]) -> list | None:
+    """As gather_results_cpu, through the process group instead of a folder (all_gather_object)."""
+    rank, world_size = get_dist_info()
+    part_list: list[Any] = [None] * world_size
+    dist.all_gather_object(part_list, (list(indices), result_part))
+    return in_dataset_order(part_list, size) if rank == 0 else None
