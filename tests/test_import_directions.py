@@ -149,7 +149,11 @@ FACES = {
     "upstream_env": {"upstream_env"},
     "upstream_run": {"upstream_run"},
     "wheelhouse": {"wheelhouse"},
-    "dali_streampetr": {"dali_streampetr", "dali_streampetr.toolkit"},  # the entry points; the tools' parts
+    "dali_streampetr": {
+        "dali_streampetr",  # the entry points
+        "dali_streampetr.toolkit",  # the tools' parts
+        "dali_streampetr.runner",  # the mmcv side: what the patches' hooks and overlay/tools/ call
+    },
 }
 
 

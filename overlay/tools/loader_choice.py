@@ -47,8 +47,7 @@ def test_set_and_loader(cfg: Any, distributed: bool, samples_per_gpu: int) -> tu
     dataset = build_dataset(cfg.data.test) if not use_dali_test or get_dist_info()[0] == 0 else None
     if use_dali_test:
         _overlay_root_on_path()
-    from dali_streampetr.runner import print_part, sharded_sampler
-    from dali_streampetr.sampling.eval_shards import sharding_of
+    from dali_streampetr.runner import print_part, sharded_sampler, sharding_of
 
     if use_dali_test:
         from dali_streampetr import build_dali_loader

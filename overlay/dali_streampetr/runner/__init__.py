@@ -25,6 +25,7 @@ _EXPORTS = {
     "uses_dali_test_loader": "upstream_loaders",
     "sharded_sampler": "upstream_loaders",
     "print_part": "upstream_loaders",
+    "sharding_of": "upstream_loaders",
     "scene_shard": "upstream_loaders",
     "loading_options": "upstream_loaders",
     "register_loader_hooks": "upstream_loaders",
