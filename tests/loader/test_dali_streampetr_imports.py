@@ -19,6 +19,10 @@ MMCV_SIDE = {
     "runner.dataloader",
     "runner.state_hook",
     "runner.requeue",
+    "runner.checkpoints",
+    "runner.devices",
+    "runner.eval_gather",
+    "runner.upstream_loaders",
 }
 MODULES = sorted(
     m.name.removeprefix("dali_streampetr.")
