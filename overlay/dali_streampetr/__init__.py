@@ -23,7 +23,6 @@ from typing import Any
 # public name -> the module (under this package) that defines it
 _EXPORTS = {
     "build_loader": "loader",
-    "build_test_loader": "loader",
     "DaliStreamLoader": "loader",
     "LoaderConfig": "settings",
     "loader_config_from": "config.reader",
@@ -38,7 +37,6 @@ _EXPORTS = {
     "TooManyBadImagesError": "pipeline.errors",
     "LoaderStateMismatch": "resume",
     "build_dali_loader": "runner.dataloader",
-    "build_mmdet_loader": "runner.dataloader",
     "DaliDataLoader": "runner.dataloader",
     "to_collated": "runner.collate",
     "to_eval_collated": "runner.collate",

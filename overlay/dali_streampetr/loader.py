@@ -1,8 +1,7 @@
 """The DALI loader of every split: the DataLoader protocol around a pipeline it builds, runs one batch
 ahead, rebuilds after a failure and closes (batches: :mod:`.batch.assembly`; faults:
-:mod:`.pipeline.failures`; resume: :mod:`.resume`), and its builders without mmcv:
-:func:`build_loader` (the files given) and :func:`build_test_loader` (a test split's files, as
-``tools/test.py`` finds them)."""
+:mod:`.pipeline.failures`; resume: :mod:`.resume`), and its builder without mmcv,
+:func:`build_loader` (either split; the files given, or the config's)."""
 
 from __future__ import annotations
 
@@ -224,8 +223,9 @@ class DaliStreamLoader:
 
 def build_loader(
     config: Any,
-    data_root: str | Path,
+    data_root: str | Path | None = None,
     *,
+    split: str = "train",
     rank: int | None = None,
     world_size: int | None = None,
     seed: int = 0,
@@ -233,18 +233,19 @@ def build_loader(
     ann_file: str | Path | None = None,
     collate: Collate = plain,
     logger: logging.Logger | None = None,
-    split: str = "train",
     **overrides: Any,
 ) -> DaliStreamLoader:
-    """Loader from a StreamPETR config (dict or mmcv Config), or from the
-    :class:`~.settings.LoaderConfig` a caller read from it already (a config is read once per
-    loader). Rank / world size default to the initialised ``torch.distributed`` group, else (0, 1).
-    ``ann_file`` is the info pickle as given
-    (training passes ``data.train.ann_file``, as upstream's dataset reads it); without it, the file
-    named like the config's ``ann_file`` in ``data_root``. ``collate``, ``logger``: as the loader's;
-    ``split``: ``train``, or ``test`` / ``val`` for the test loader of ``data.test`` / ``data.val``
-    (one pass over this rank's shard in dataset order per ``iter()``:
-    :class:`.sampling.modes.EvalPass`); ``overrides``: ``data_loading_config`` keys."""
+    """The loader of ``data.<split>`` (``train``; ``test`` / ``val``: one pass over this rank's shard
+    in dataset order per ``iter()``, :class:`.sampling.modes.EvalPass`) from a StreamPETR config (dict
+    or mmcv Config), or from the :class:`~.settings.LoaderConfig` a caller read from it already (a
+    config is read once per loader). Without mmcv.
+
+    The files: without ``data_root``, the config's own, as upstream's dataset reads them (the info
+    file ``data.<split>.ann_file`` as given, the images under ``data.<split>.data_root``); with it,
+    the images under ``data_root`` and the info file ``ann_file``, else the one named like the
+    config's in ``data_root``. Rank / world size default to the initialised ``torch.distributed``
+    group, else (0, 1). ``collate``, ``logger``: as the loader's; ``overrides``:
+    ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()
@@ -254,24 +255,9 @@ def build_loader(
         settings = replace(config, **overrides) if overrides else config
     else:
         settings = loader_config_from(config, split, **overrides)
+    if data_root is None:
+        data_root, ann_file = settings.data_root, ann_file or settings.ann_file
     return DaliStreamLoader(
         settings, data_root, rank=rank, world_size=world_size, seed=seed,
         device_id=device_id, ann_file=ann_file, collate=collate, logger=logger,
     )  # fmt: skip
-
-
-def split_root(config: Any, split: str) -> str:
-    """``data.<split>.data_root``: where the split's images are found (the working directory when it
-    names none)."""
-    return config["data"][split].get("data_root") or "."
-
-
-def build_test_loader(config: Any, split: str = "test", **kwargs: Any) -> DaliStreamLoader:
-    """The test loader of ``data.<split>`` (``test``, ``val``) from a StreamPETR config, as the
-    patched ``tools/test.py`` gets it but without mmcv: the info file ``data.<split>.ann_file`` as
-    given (relative to the working directory, as upstream's dataset reads it), the images under
-    :func:`split_root`, the test order and the config's sharding, one pass per ``iter()``. ``kwargs``:
-    :func:`build_loader`'s (rank, world size, ``collate``: the plain batch unless given,
-    ``data_loading_config`` overrides ...)."""
-    settings = loader_config_from(config, split)
-    return build_loader(settings, split_root(config, split), ann_file=settings.ann_file, **kwargs)

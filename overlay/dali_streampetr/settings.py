@@ -273,6 +273,7 @@ class LoaderConfig:
     samples_per_gpu: int = 2
     seq_split_num: int | str = 2
     ann_file: str = "nuscenes2d_temporal_infos_train.pkl"
+    data_root: str = "."  # where the split's images are found (data.<split>.data_root)
     mode: SamplingMode = field(kw_only=True)  # the split's sampling (config/reader.py: sampling/modes.py)
     # The ``data_loading_config`` keys (DALI_KNOBS), each with its default; docs/loader.md lists them.
     num_threads: int = knob(2)

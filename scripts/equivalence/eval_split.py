@@ -4,7 +4,7 @@ against upstream's test DataLoader, field by field, on each rank of several worl
 The original side is what ``tools/test.py`` builds: ``CustomNuScenesDataset`` with ``test_mode=True``
 and the config's test pipeline, the plugin's ``DistributedSampler`` (``shuffle=False``) for rank ``r``
 of ``W``, one sample per batch, mmcv's ``collate``. The DALI side is the patched ``tools/test.py``'s
-loader (``build_test_loader``, collated by :func:`dali_streampetr.to_eval_collated`).
+loader (``build_loader(cfg, split='test')``, collated by :func:`dali_streampetr.to_eval_collated`).
 Checked per world size: the same dataset index at every step of every rank, the gathered parts cut to
 the set's size are every frame once in order (``collect_results_cpu``), the same structure
 (keys, nesting, DataContainer flags, ``img_metas`` keys and values: :func:`.compare.walk`), geometry
@@ -60,7 +60,7 @@ def compare_test_split(
     from dali_streampetr import (
         SkippedImages,
         UnsupportedConfigError,
-        build_test_loader,
+        build_loader,
         loader_config_from,
         to_eval_collated,
     )
@@ -83,8 +83,8 @@ def compare_test_split(
             parts_orig.append(list(original.sampler))
             skipped = SkippedImages(to_eval_collated)
             got = []
-            with build_test_loader(cfg, "test", rank=rank, world_size=world, collate=skipped,
-                                   image_path=image_path) as loader:  # fmt: skip
+            with build_loader(cfg, split="test", rank=rank, world_size=world, collate=skipped,
+                              image_path=image_path) as loader:  # fmt: skip
                 batches = iter(loader)
                 for step, theirs in enumerate(original):
                     ours = next(batches)

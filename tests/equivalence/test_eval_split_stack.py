@@ -58,14 +58,14 @@ def test_the_comparison_names_a_missing_meta_key_and_a_moved_matrix(
     """The check is able to fail: a DALI batch without upstream's ``flip`` meta, and one whose
     ``lidar2img`` is off by a pixel's shift, are both caught."""
     import numpy as np
-    from dali_streampetr import build_test_loader, to_eval_collated
+    from dali_streampetr import build_loader, to_eval_collated
     from equivalence.compare import FieldStats, walk
     from equivalence.eval_split import load_test_config, original_test_loader
     from mmdet3d.datasets import build_dataset
 
     cfg = load_test_config("r50", synthetic_dataset)
     theirs = next(iter(original_test_loader(build_dataset(cfg.data.test), 0, 1)))
-    with build_test_loader(cfg, "test", collate=to_eval_collated) as loader:
+    with build_loader(cfg, split="test", collate=to_eval_collated) as loader:
         ours = next(loader)
     problems: list[str] = []
     paths = {p for p, _, _ in walk(ours, theirs, "", problems)}

@@ -39,6 +39,19 @@ def one_pass(root, rank: int, world_size: int, **dlc) -> list[dict]:
         return list(loader)
 
 
+def test_without_a_data_root_the_files_are_the_configs(eval_root, tmp_path):
+    """No ``data_root``: the info file ``data.test.ann_file`` as given, the images under
+    ``data.test.data_root`` (as ``tools/test.py`` finds them)."""
+    cfg = tiny_eval_config(ann_file=str(eval_root / "nuscenes2d_temporal_infos_val.pkl"))
+    cfg["data"]["test"]["data_root"] = str(eval_root)
+    with build_loader(cfg, split="test") as loader:
+        assert len(loader.frames) == 11
+        assert next(loader)["img"].shape[0] == 1
+    cfg["data"]["test"]["ann_file"] = str(tmp_path / "elsewhere.pkl")
+    with pytest.raises(FileNotFoundError, match="elsewhere.pkl"):
+        build_loader(cfg, split="test")
+
+
 def gathered(parts: list[list[int]], size: int) -> list[int]:
     """``collect_results_cpu``: the parts concatenated in rank order, cut to the data set's size."""
     return [i for part in parts for i in part][:size]

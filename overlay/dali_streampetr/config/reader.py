@@ -356,8 +356,9 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
         kwargs["class_names"] = _seq(names)
     values = dataset_values(part)
     kwargs.update(spec.batch(data, part, values))
-    if _get(part, "ann_file"):
-        kwargs["ann_file"] = str(_get(part, "ann_file"))
+    for key in ("ann_file", "data_root"):  # the split's files, as upstream's dataset reads them
+        if _get(part, key):
+            kwargs[key] = str(_get(part, key))
     knobs, test_sharding = _knobs(cfg)
     kwargs.update(knobs)
     bad = set(overrides) - {f.name for f in fields(LoaderConfig)}

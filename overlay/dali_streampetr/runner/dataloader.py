@@ -17,7 +17,7 @@ from mmdet.utils import get_root_logger
 from torch.utils.data import DataLoader
 
 from ..config.reader import loader_config_from
-from ..loader import Collate, DaliStreamLoader, build_loader, split_root
+from ..loader import Collate, DaliStreamLoader, build_loader
 from ..pipeline.graph import local_device_id
 from ..settings import LoaderConfig, SamplingMode, UnsupportedConfigError
 from .collate import SkippedImages, SlotLog, to_collated, to_eval_collated
@@ -113,46 +113,49 @@ def build_dali_loader(
     *,
     rank: int | None = None,
     world_size: int | None = None,
+    seed: int | None = None,
+    collate: Collate | None = None,
+    data_root: str | Path | None = None,
+    ann_file: str | Path | None = None,
+    **overrides: Any,
 ) -> DaliDataLoader:
     """The DALI drop-in for upstream's DataLoader of ``data.<split>``: ``train`` (``tools/train.py``),
     ``test`` (``tools/test.py``) or ``val`` (the evaluation hook of ``--validate``). The config is read
     once, here: every value the loader does not reproduce is refused by name before any frame is read.
 
-    The info file is ``data.<split>.ann_file`` exactly as given (relative to the working directory,
-    as upstream's dataset reads it); images are found under ``data.<split>.data_root``. This
-    process's rank, world size and DALI device: :func:`distributed_args`.
+    The files: the config's (the info file ``data.<split>.ann_file`` as given, relative to the
+    working directory as upstream's dataset reads it; the images under ``data.<split>.data_root``),
+    or ``data_root`` / ``ann_file`` as :func:`..loader.build_loader` takes them (tools that place the
+    files themselves). This process's rank, world size and DALI device: :func:`distributed_args`;
+    ``rank`` / ``world_size`` given, the caller plays the ranks itself and no process group is
+    required. ``seed``: the config's by default; ``collate``: the collated batch (training: through
+    the slot log with ``data_loading_config.log_slots=True``, ``<work_dir>/slots_rank<r>.jsonl``,
+    appended to when the run resumes); ``overrides``: ``data_loading_config`` keys. Skipped bad
+    images are reported in the runner's log.
 
     Training: the loader carries ``CLASSES`` from the config's ``class_names`` for the checkpoint meta
     and ``model.CLASSES``, ``runner_hooks`` that keep its stream position in checkpoints, and
-    ``checkpoint_problem`` for ``--auto-resume``; with ``data_loading_config.log_slots=True`` each rank
-    also writes ``<work_dir>/slots_rank<r>.jsonl`` (appended to when the run resumes); the run's
-    schedule is logged. Evaluation: ``dataset`` is upstream's test dataset (built by the caller: its
-    length and ``evaluate``), None on a rank that does not evaluate, which then gets
-    :class:`FrameCount`; ``skipped_images()`` lists what a pass served black."""
-    settings = loader_config_from(cfg, split)  # the one read of the config; everything below is given it
+    ``checkpoint_problem`` for ``--auto-resume``; the run's schedule is logged. Evaluation:
+    ``dataset`` is upstream's test dataset (built by the caller: its length and ``evaluate``), None on
+    a rank that does not evaluate, which then gets :class:`FrameCount`; ``skipped_images()`` lists
+    what a pass served black."""
+    settings = loader_config_from(cfg, split, **overrides)  # the one read of the config
     place = distributed_args(settings, rank, world_size)
-    require_distributed_for(settings.mode)
-    data_root, ann_file = split_root(cfg, split), settings.ann_file  # the info file as the config gives it
-    logger = get_root_logger()
+    if rank is None or world_size is None:
+        require_distributed_for(settings.mode)
+    files = {"data_root": data_root, "ann_file": ann_file, "logger": get_root_logger()}
     if split != "train":
-        skipped = SkippedImages(to_eval_collated)
-        loader = build_loader(settings, data_root, **place, ann_file=ann_file, collate=skipped, logger=logger)
-        return _for_evaluation(loader, split, dataset, ann_file, skipped)
-    collate: Collate = to_collated
-    if settings.log_slots:
-        log_path = Path(cfg.work_dir) / f"slots_rank{place['rank']}.jsonl"
-        collate = SlotLog(
-            log_path, place["rank"], append=lambda: bool(cfg.get("resume_from")), then=to_collated
-        )
-    loader = build_loader(
-        settings,
-        data_root,
-        **place,
-        seed=cfg.get("seed") or 0,
-        ann_file=ann_file,
-        collate=collate,
-        logger=logger,
-    )
+        skipped = SkippedImages(collate or to_eval_collated)
+        loader = build_loader(settings, **files, **place, collate=skipped)
+        return _for_evaluation(loader, split, dataset, skipped)
+    if collate is None:
+        collate = to_collated
+        if settings.log_slots:
+            log_path = Path(cfg.work_dir) / f"slots_rank{place['rank']}.jsonl"
+            resumed = lambda: bool(cfg.get("resume_from"))  # noqa: E731
+            collate = SlotLog(log_path, place["rank"], append=resumed, then=to_collated)
+    seed = (cfg.get("seed") or 0) if seed is None else seed
+    loader = build_loader(settings, **files, **place, seed=seed, collate=collate)
     wrapped = DaliDataLoader(loader)
     wrapped.CLASSES = settings.class_names
     wrapped.runner_hooks.append((DaliStreamStateHook(loader, cfg), "ABOVE_NORMAL"))
@@ -161,15 +164,13 @@ def build_dali_loader(
     return wrapped
 
 
-def _for_evaluation(
-    loader: DaliStreamLoader, split: str, dataset: Any, ann_file: str, skipped: SkippedImages
-) -> DaliDataLoader:
+def _for_evaluation(loader: DaliStreamLoader, split: str, dataset: Any, skipped: SkippedImages) -> DaliDataLoader:
     """The test loader over upstream's test ``dataset`` (or the frame count), checked to be its set."""
     if dataset is None:
         dataset = FrameCount(len(loader.frames), list(loader.cfg.class_names))
     elif len(loader.frames) != len(dataset):
         raise RuntimeError(
-            f"the DALI test loader read {len(loader.frames)} frames from {ann_file}, upstream's dataset "
+            f"the DALI test loader read {len(loader.frames)} frames of data.{split}, upstream's dataset "
             f"{len(dataset)}: they must be the same set (data.{split}.load_interval, a filtered info file?)"
         )
     get_root_logger().info(
@@ -177,18 +178,6 @@ def _for_evaluation(
         f"this rank {loader.rank} of {loader.world_size}: {len(loader)} frames"
     )
     return DaliDataLoader(loader, dataset, skipped)
-
-
-def build_mmdet_loader(
-    config: Any, data_root: str | Path, *, collate: Collate = to_collated, **kwargs: Any
-) -> DaliDataLoader:
-    """The training DataLoader drop-in from a config (or :class:`~..settings.LoaderConfig`) and
-    an explicit ``data_root`` (arguments: :func:`..loader.build_loader`; ``collate`` ends in
-    :func:`.collate.to_collated`), for tools that place the files themselves. Skipped bad images are
-    reported in the runner's log."""
-    return DaliDataLoader(
-        build_loader(config, data_root, collate=collate, logger=get_root_logger(), **kwargs)
-    )
 
 
 def require_distributed_for(mode: SamplingMode) -> None:

@@ -90,7 +90,7 @@ def run_rank(spec: dict[str, Any]) -> None:
     enter_checkout()
     import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
     import torch  # noqa: F401
-    from dali_streampetr import build_mmdet_loader, build_test_loader, to_eval_collated
+    from dali_streampetr import build_dali_loader, build_loader, to_eval_collated
     from nvidia.dali import fn  # noqa: F401
 
     data_root = Path(spec["data_root"])
@@ -106,22 +106,21 @@ def run_rank(spec: dict[str, Any]) -> None:
     if test and spec["loader"] == "dali":
         from ..sweep.cases import Endless
 
-        loader = Endless(build_test_loader(
-            cfg, "test", rank=spec["rank"], world_size=spec["world_size"], device_id=None,
+        loader = Endless(build_loader(
+            cfg, split="test", rank=spec["rank"], world_size=spec["world_size"], device_id=None,
             num_threads=DALI_THREADS, collate=to_eval_collated,
         ))  # fmt: skip
     elif test:  # upstream's test DataLoader (one rank each: the sampler split is not what is measured)
         loader = build(case, cfg, data_root)
     elif spec["loader"] == "dali":
-        loader = build_mmdet_loader(
+        loader = build_dali_loader(
             cfg,
-            data_root,
+            data_root=data_root,
+            ann_file=spec["ann_file"],
             rank=spec["rank"],
             world_size=spec["world_size"],
             seed=0,
-            device_id=None,
             num_threads=DALI_THREADS,
-            ann_file=spec["ann_file"],
         )
     else:
         loader = build(case, cfg, data_root)

@@ -209,13 +209,11 @@ def build_torch(cfg: Any, workers: int) -> Any:
 
 def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **overrides: Any) -> Any:
     """The DALI drop-in, in the collated DataContainer form the model sees (as the DataLoader's)."""
-    from dali_streampetr import build_mmdet_loader
+    from dali_streampetr import build_dali_loader
 
-    device_id = 0 if device == "gpu" else None
-    return build_mmdet_loader(
-        cfg, data_root, rank=0, world_size=1, seed=0, device_id=device_id, num_threads=threads,
-        device=device, **overrides,
-    )  # fmt: skip
+    return build_dali_loader(
+        cfg, data_root=data_root, rank=0, world_size=1, seed=0, num_threads=threads, device=device, **overrides
+    )
 
 
 class Endless:
@@ -255,10 +253,10 @@ def build_eval(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Endle
         dataset = build_dataset(cfg.data.test)
         return Endless(build_dataloader(dataset, 1, case.workers, dist=False, shuffle=False,
                                         nonshuffler_sampler=cfg.data.nonshuffler_sampler))  # fmt: skip
-    from dali_streampetr import build_test_loader, to_eval_collated
+    from dali_streampetr import build_loader, to_eval_collated
 
-    loader = build_test_loader(
-        cfg, "test", rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
+    loader = build_loader(
+        cfg, split="test", rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
         collate=to_eval_collated, num_threads=case.threads, device=case.device, **overrides,
     )  # fmt: skip
     return Endless(loader)

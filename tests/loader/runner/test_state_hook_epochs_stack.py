@@ -22,8 +22,7 @@ def single_frame_config() -> dict:
 def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None) -> tuple[list[int], object]:
     """Train ``epochs`` epochs (from ``resume_from``, if given); the frames every step received."""
     import torch
-    from dali_streampetr import build_mmdet_loader, to_collated
-    from dali_streampetr.runner.state_hook import DaliStreamStateHook
+    from dali_streampetr import build_dali_loader, to_collated
     from mmcv.runner import CheckpointHook, EpochBasedRunner
 
     seen: list[int] = []
@@ -32,7 +31,8 @@ def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None
         seen.extend(r["index"] for r in batch["dali"])
         return to_collated(batch)
 
-    loader = build_mmdet_loader(single_frame_config(), root, rank=0, world_size=1, seed=7, collate=collate)
+    cfg = {**single_frame_config(), "resume_from": str(resume_from) if resume_from else None}
+    loader = build_dali_loader(cfg, data_root=root, rank=0, world_size=1, seed=7, collate=collate)
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -49,8 +49,8 @@ def run(root: Path, work_dir: Path, epochs: int, resume_from: Path | None = None
                               max_epochs=epochs)  # fmt: skip
     runner.register_optimizer_hook({"grad_clip": None})
     runner.register_hook(CheckpointHook(interval=1, by_epoch=True))
-    cfg = {"resume_from": str(resume_from) if resume_from else None}
-    runner.register_hook(DaliStreamStateHook(loader.loader, cfg), priority="ABOVE_NORMAL")
+    for hook, priority in loader.runner_hooks:  # the loader's stream position in the checkpoints
+        runner.register_hook(hook, priority=priority)
     if resume_from:
         runner.resume(str(resume_from), map_location="cpu")
     try:
