@@ -7,5 +7,5 @@ the decode floor, writes ``bench.json`` + ``bench.png`` and prints the ratios. S
 - :mod:`.measure`        CPU seconds and memory of a process tree; what a run ran on
 - :mod:`.results`        the figures over the repeats and ratios; the printed tables, PNG chart and JSON
 - :mod:`.nuscenes_size`  the loaders and the test shards at nuScenes size (``--case scale`` / ``shards``)
-- :mod:`.analysis`       where the time goes: graph stages, fast-path candidates, CPU per thread, stall
+- :mod:`.analysis`       where the time goes: CPU per thread, stall
 """
