@@ -4,6 +4,7 @@ the most boxes, with the projected 3D boxes (and the 2D centres) into a PNG."""
 from __future__ import annotations
 
 import argparse
+import io
 import runpy
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import numpy as np
 import synthdata
 from dali_streampetr import DaliStreamLoader, build_loader
-from dali_streampetr.toolkit import box_corners, project, write_atomic
+from dali_streampetr.toolkit import box_corners, project
+from overlaytool import replace_file
 from PIL import Image, ImageDraw
 
 EDGES = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4), (0, 4), (1, 5), (2, 6), (3, 7)]
@@ -99,7 +101,9 @@ def main(argv: list[str] | None = None) -> None:
         busiest = max(range(len(batch["gt_bboxes_3d"])), key=lambda b: len(batch["gt_bboxes_3d"][b][0]))
         image = render(batch, loader, sample=busiest)
         kind = Image.registered_extensions().get(out.suffix.lower(), "PNG")  # as save(out) picks it
-        write_atomic(out, lambda f: image.save(f, format=kind))
+        png = io.BytesIO()
+        image.save(png, format=kind)
+        replace_file(out, png.getvalue())
     print(f"wrote {out}")
 
 

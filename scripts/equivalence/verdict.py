@@ -129,13 +129,13 @@ def _clean(x: Any) -> Any:
 
 
 def write_json(records: list[dict[str, Any]], path: Path) -> None:
-    """``{"ok", "configs"}`` at ``path``, replaced whole (the loader's writer, ``write_atomic``)."""
-    from dali_streampetr.toolkit import write_atomic  # torch with it: not for the tables' users
+    """``{"ok", "configs"}`` at ``path``, replaced whole (the tooling's writer)."""
+    from overlaytool import replace_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"ok": all(r["ok"] for r in records), "configs": records}
     text = json.dumps(_clean(doc), indent=1, default=str) + "\n"
-    write_atomic(path, lambda f: f.write(text.encode()))
+    replace_file(path, text)
 
 
 def verdict(records: list[dict]) -> str:

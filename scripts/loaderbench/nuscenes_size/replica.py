@@ -57,7 +57,7 @@ def replicate(data: dict[str, Any], frames: int) -> dict[str, Any]:
 def replicate_infos(src: Path, dst: Path, frames: int) -> Path:
     """Write the ``frames``-frame replica of the info pickle ``src`` to ``dst`` (kept if it exists
     with the same source and size, see the ``.source`` file beside it); return ``dst``."""
-    from dali_streampetr.toolkit import write_atomic
+    from ..results.outputs import replace_result
 
     stamp = dst.with_name(dst.name + ".source")
     want = f"{hashlib.sha256(Path(src).read_bytes()).hexdigest()} {frames}\n"
@@ -66,6 +66,6 @@ def replicate_infos(src: Path, dst: Path, frames: int) -> Path:
     with Path(src).open("rb") as f:
         data = pickle.load(f)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(dst, lambda f: pickle.dump(replicate(data, frames), f, protocol=2))  # like mmcv.dump
-    write_atomic(stamp, lambda f: f.write(want.encode()))  # after the replica: a kill between rebuilds it
+    replace_result(dst, pickle.dumps(replicate(data, frames), protocol=2))  # like mmcv.dump
+    replace_result(stamp, want)  # after the replica: a kill between rebuilds it
     return dst

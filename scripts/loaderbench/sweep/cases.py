@@ -140,7 +140,7 @@ def eval_infos(data_root: Path) -> Path:
     import hashlib
     import pickle
 
-    from dali_streampetr.toolkit import write_atomic
+    from ..results.outputs import replace_result
 
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
@@ -156,7 +156,7 @@ def eval_infos(data_root: Path) -> Path:
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = pickle.dumps({**data, "infos": infos})
-    write_atomic(path, lambda f: f.write(payload))
+    replace_result(path, payload)
     return path
 
 
