@@ -1,48 +1,35 @@
-"""The parts of the loader that the project's own tools take apart (scripts/: the equivalence harness
-replays draws into upstream's code, the benchmark times the image source and the graph's stages and
-splits a store's scenes into test shards, the batch view draws a batch): re-exported here, so that a
-tool names the loader's parts only through this module and the package's entry points
-(:mod:`dali_streampetr`), never a module path of the package (``tests/test_import_directions.py``).
-Imports torch, not mmcv."""
+"""The loader's measuring and replay points: the parts the project's own tools take apart, each
+named here once so that a tool reaches the loader only through this module and the package's
+entry points (:mod:`dali_streampetr`), never a module path of the package
+(``tests/test_import_directions.py``). Imports torch, not mmcv."""
 
 from __future__ import annotations
 
 from .batch.transforms import box_corners, project
-from .batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
+from .batch.wire import DECODE_SHAPE, DECODE_START
 from .config.reader import dataset_values
-from .frames.records import Frame
 from .frames.store import load_frames, read_frames
-from .frames.store_file import write_atomic
 from .pipeline.source import ImageSource
 from .sampling.eval_shards import frames_without_memory, scene_shards, scene_starts, upstream_chunks
-from .sampling.modes import Streaming
 from .sampling.plan import frame_draw
-from .settings import NUSCENES_CLASSES, SINGLE_FRAME, SLIDING_WINDOW, STREAMING, AugConfig
+from .settings import NUSCENES_CLASSES, SINGLE_FRAME, SLIDING_WINDOW, STREAMING
 
 __all__ = [
-    "DECODE_SHAPE",
+    "DECODE_SHAPE",  # the decode floor (loaderbench.sweep.floor): the wire columns of the decoded rows
     "DECODE_START",
-    "FLIP",
-    "NUSCENES_CLASSES",
-    "OUT_SIZE",
-    "ROI_END",
-    "ROI_START",
-    "SINGLE_FRAME",
+    "ImageSource",  # the decode floor: the loader's own external source, its JPEGs and wire rows
+    "NUSCENES_CLASSES",  # the frame store's key, as the loader builds it (loaderbench shards)
+    "SINGLE_FRAME",  # the equivalence harness: the training modes a config declares
     "SLIDING_WINDOW",
     "STREAMING",
-    "AugConfig",
-    "Frame",
-    "ImageSource",
-    "Streaming",
-    "box_corners",
-    "dataset_values",
-    "frame_draw",
-    "frames_without_memory",
-    "load_frames",
-    "project",
-    "read_frames",
+    "box_corners",  # the batch view (batchview): a batch's 3D boxes drawn into its images
+    "dataset_values",  # the equivalence harness: data.<split>'s keys, upstream's defaults filled in
+    "frame_draw",  # the equivalence harness: a frame's augmentation draw, replayed into upstream's code
+    "frames_without_memory",  # the test shards (loaderbench shards): scene cuts and per-rank parts
+    "load_frames",  # the frame store read alone (loaderbench scale checks, shards)
+    "project",  # the batch view: 3D points into an image
+    "read_frames",  # the per-frame reader the store replaced, against the store (scale checks)
     "scene_shards",
     "scene_starts",
     "upstream_chunks",
-    "write_atomic",
 ]

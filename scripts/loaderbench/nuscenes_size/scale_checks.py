@@ -55,14 +55,14 @@ def count_diffs(spec: dict[str, Any]) -> None:
     (``infos.read_frames``, the former code path): every attribute of every frame."""
     from dataclasses import fields
 
-    from dali_streampetr.toolkit import Frame, load_frames, read_frames
+    from dali_streampetr.toolkit import load_frames, read_frames
 
     ann, root, classes = spec["ann_file"], spec["data_root"], spec["classes"]
     store, records = load_frames(ann, root, classes), read_frames(ann, root, classes)
     diffs = int(len(store) != len(records))
     for i, want in enumerate(records):
         got = store[i]
-        diffs += sum(not _same(getattr(want, f.name), getattr(got, f.name)) for f in fields(Frame))
+        diffs += sum(not _same(getattr(want, f.name), getattr(got, f.name)) for f in fields(want))
     print(READ_TAG + json.dumps([len(records), diffs]), flush=True)
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,16 @@ FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls
 def loader_config(profile: str, threads: int, device: str) -> Any:
     """The loader settings of a profile: r50 = LoaderConfig's defaults (the r50 config's), accv =
     the ACCV-like crop, batch 8, its sequence split and a replicated data set."""
-    from dali_streampetr import LoaderConfig
-    from dali_streampetr.toolkit import AugConfig, Streaming
+    from dali_streampetr import loader_config_from
 
+    r50 = loader_config_from({}, num_threads=threads, device=device)  # a bare config: the defaults, streaming
     if profile == "r50":
-        return LoaderConfig(num_threads=threads, device=device, mode=Streaming())
+        return r50
     if profile == "accv":
-        aug = AugConfig(final_dim=ACCV_IDA["final_dim"], resize_lim=ACCV_IDA["resize_lim"])
-        return LoaderConfig(
-            aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT,
-            replicate_dataset_per_gpu=True, num_threads=threads, device=device, mode=Streaming(),
-        )  # fmt: skip
+        aug = replace(r50.aug, final_dim=ACCV_IDA["final_dim"], resize_lim=ACCV_IDA["resize_lim"])
+        return replace(
+            r50, aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT, replicate_dataset_per_gpu=True
+        )
     raise ValueError(f"unknown profile {profile!r} (r50, accv)")
 
 
