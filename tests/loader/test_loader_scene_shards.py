@@ -17,7 +17,7 @@ import signal
 import pytest
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import BadImageError, WorkerDiedError
+from dali_streampetr.pipeline.pipeline_errors import BadImageError, WorkerDiedError
 from dali_streampetr.settings import ConfigValueError
 from loader_data import tiny_config, tiny_eval_config, write_eval_infos
 

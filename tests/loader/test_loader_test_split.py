@@ -16,7 +16,7 @@ import pytest
 import torch
 from dali_streampetr.config.reader import loader_config_from
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import BadImageError, WorkerDiedError
+from dali_streampetr.pipeline.pipeline_errors import BadImageError, WorkerDiedError
 from dali_streampetr.sampling.eval_shards import upstream_chunks
 from dali_streampetr.settings import TEST, UnsupportedConfigError
 from float_tolerance import float_atol

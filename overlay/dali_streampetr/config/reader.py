@@ -38,7 +38,7 @@ from ..settings import (
     is_int,
     refuse,
 )  # fmt: skip
-from .steps import TEST_STEPS, TRAIN_STEPS, StepTable, check_steps
+from .transform_steps import TEST_STEPS, TRAIN_STEPS, StepTable, check_steps
 
 # the dataset's collect_keys: the keys union2one stacks over the queue, and img_metas
 DATASET_COLLECT_KEYS = frozenset({*STACKED_KEYS, "img_metas"})
@@ -107,7 +107,7 @@ class Split:
 
     name: str
     action: str  # refuse()'s: the switch that gives upstream's DataLoader back
-    steps: StepTable  # its transform steps (.steps)
+    steps: StepTable  # its transform steps (.transform_steps)
     top_level_steps: str  # the config's list when data.<split>.pipeline is absent
     steps_required: bool  # a bare dict (the loader on its own) may train without a pipeline
     image_from_steps: bool  # the test steps' own data_aug_conf and normalisation before the top-level
@@ -330,7 +330,7 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     a test split's own, 1 as ``tools/test.py``), the dataset keys of ``data.<split>`` and the
     sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`; a test split's
     sharding: ``data_loading_config.test_sharding``), its transform steps (``data.<split>.pipeline``,
-    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked, :mod:`.steps`) and
+    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked, :mod:`.transform_steps`) and
     the ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu``
     and ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the
     real rank). ``overrides`` win over all of them.

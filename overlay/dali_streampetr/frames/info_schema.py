@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InfoSchemaError
+from .frame_errors import InfoSchemaError
 
 SAMPLE_KEYS = (
     "token",

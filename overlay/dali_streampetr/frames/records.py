@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InfoSchemaError
+from .frame_errors import InfoSchemaError
 from .info_schema import validate_infos
 from .unpickle import read_pickle_file
 

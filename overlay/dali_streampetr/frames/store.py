@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .columns import KEEPS_EMPTY_SHAPE, REGULAR, SHARED
-from .errors import InfoSchemaError, StoreDamaged, StoreUntrusted, StoreUnwritable
+from .frame_errors import InfoSchemaError, StoreDamaged, StoreUntrusted, StoreUnwritable
 from .records import Frame, frame_records, read_infos
 from .store_file import check_folder, open_store
 

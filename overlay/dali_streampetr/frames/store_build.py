@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import InfoFileChanged, InfoSchemaError, StoreDamaged, StoreUntrusted
+from .frame_errors import InfoFileChanged, InfoSchemaError, StoreDamaged, StoreUntrusted
 from .info_columns import info_columns
 from .records import load_info_file
 from .store import RESULT_TAG

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .errors import StoreDamaged, StoreUntrusted
+from .frame_errors import StoreDamaged, StoreUntrusted
 
 MAGIC = b"SPDALI-FRAMES-2\n"
 ALIGN = 4096

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import UnsafePickleError
+from .frame_errors import UnsafePickleError
 
 # (module, name) pairs an info pickle may reference: numpy 1.x and 2.x spellings, protocol 0-5.
 SAFE_GLOBALS = frozenset(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..batch.wire import DECODE_SHAPE, DECODE_START, FLIP, OUT_SIZE, ROI_END, ROI_START
 from ..settings import ConfigValueError
-from .errors import PipelineStartError
+from .pipeline_errors import PipelineStartError
 from .source import ImageSource
 from .watchdog import forking_workers
 

@@ -16,7 +16,7 @@ from ..batch.transforms import image_params
 from ..batch.wire import annotation_records, geometry_rows, param_row
 from ..sampling.plan import BatchPlanner
 from ..settings import LoaderConfig
-from .errors import BadImageError, ImageSizeError
+from .pipeline_errors import BadImageError, ImageSizeError
 from .watchdog import watch_owner
 
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import AssemblyError, LoaderFaultError, PipelineStalledError, WorkerDiedError
+from .pipeline_errors import AssemblyError, LoaderFaultError, PipelineStalledError, WorkerDiedError
 
 
 def worker_processes(pipe: Any) -> list:

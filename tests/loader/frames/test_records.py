@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from dali_streampetr.frames.errors import InfoSchemaError
+from dali_streampetr.frames.frame_errors import InfoSchemaError
 from dali_streampetr.frames.records import quat_to_matrix
 from dali_streampetr.frames.store import load_frames
 from float_tolerance import float_atol, product_scale

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bit_for_bit import assert_same_frames
-from dali_streampetr.frames.errors import StoreDamaged, StoreUntrusted
+from dali_streampetr.frames.frame_errors import StoreDamaged, StoreUntrusted
 from dali_streampetr.frames.store import load_frames, read_frames, store_key, store_path
 from dali_streampetr.frames.store_build import build_store
 from dali_streampetr.frames.store_file import (

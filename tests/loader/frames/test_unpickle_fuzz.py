@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dali_streampetr.frames.errors import InfoSchemaError
+from dali_streampetr.frames.frame_errors import InfoSchemaError
 from dali_streampetr.frames.records import read_infos
 from dali_streampetr.frames.unpickle import SAFE_GLOBALS, RestrictedUnpickler
 from hypothesis import HealthCheck, given, settings

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import (
+from dali_streampetr.pipeline.pipeline_errors import (
     BadImageError,
     ImageSizeError,
     PipelineStalledError,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import PipelineStartError
+from dali_streampetr.pipeline.pipeline_errors import PipelineStartError
 from loader_data import tiny_config
 
 LOADER_DIR = Path(__file__).resolve().parents[1]  # the helper modules (loader_data)
@@ -75,7 +75,7 @@ FROZEN_RUN = textwrap.dedent(
     import sys
     from loader_data import tiny_config
     from dali_streampetr.loader import build_loader
-    from dali_streampetr.pipeline.errors import PipelineStalledError
+    from dali_streampetr.pipeline.pipeline_errors import PipelineStalledError
 
     loader = build_loader(tiny_config(py_num_workers=0, batch_timeout_s=1.0), sys.argv[1], seed=3)
     try:
@@ -115,7 +115,7 @@ LATE_WORKER = textwrap.dedent(
     import os, signal, sys, time
     from loader_data import tiny_config
     from dali_streampetr.loader import build_loader
-    from dali_streampetr.pipeline.errors import PipelineStartError
+    from dali_streampetr.pipeline.pipeline_errors import PipelineStartError
 
     late = False
     os.register_at_fork(before=lambda: late and time.sleep(2.5),

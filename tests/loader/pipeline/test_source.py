@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dali_streampetr.loader import build_loader
-from dali_streampetr.pipeline.errors import BadImageError
+from dali_streampetr.pipeline.pipeline_errors import BadImageError
 from dali_streampetr.pipeline.source import jpeg_size
 from float_tolerance import float_atol
 from image_reference import MEAN, STD, upstream_image
