@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..batch_schema import PER_CAMERA_KEYS
 from ..frames.records import Frame
-from .errors import (
+from .pipeline_errors import (
     BadImageError,
     ImageSizeError,
     LoaderFaultError,
@@ -80,14 +81,11 @@ def diagnose(exc: Exception, frames: Sequence[Frame], planned: Iterable[int], it
     )
 
 
-ANNOTATIONS_2D = ("gt_bboxes", "gt_labels", "centers2d", "depths")
-
-
 def drop_camera_annotations(batch: dict[str, Any], b: int, t: int, cam: int) -> None:
     """A blackened camera has nothing to see: empty its 2D boxes, labels, centres and depths in frame
     ``t`` of sample ``b`` (the 3D boxes stay: they are in the LiDAR frame). Dtypes and trailing shapes
     are kept."""
-    for key in ANNOTATIONS_2D:
+    for key in PER_CAMERA_KEYS:
         per_cam = batch[key][b][t]
         per_cam[cam] = per_cam[cam][:0]
 
