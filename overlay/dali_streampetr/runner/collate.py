@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mmcv.parallel import DataContainer, collate
+from mmcv.parallel import DataContainer
 from mmdet3d.core.bbox import Box3DMode, LiDARInstance3DBoxes
 
 from ..batch_schema import COLLATED_KEYS, GEOMETRY_KEYS, META_ORDER, STACKED_KEYS, TEST_META_KEYS
@@ -66,23 +66,11 @@ def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
     return {k: meta[k] for k in TEST_META_KEYS}
 
 
-def eval_sample(batch: dict[str, Any], b: int = 0) -> dict[str, list[DataContainer]]:
-    """Sample ``b`` of a plain test batch as upstream's test pipeline returns it: ``Collect3D``'s dict
-    (``img_metas``, then ``img`` and the collect keys, in the test configs' order), each value a list
-    of one DataContainer (``MultiScaleFlipAug3D`` with one scale and no flip), formatted as
-    ``PETRFormatBundle3D`` does (``img`` stacked, the collect keys not)."""
-    sample = {
-        "img_metas": [DataContainer(eval_meta(batch, b), cpu_only=True)],
-        "img": [DataContainer(batch["img"][b, 0], stack=True)],
-    }
-    for key in GEOMETRY_KEYS:
-        sample[key] = [DataContainer(batch[key][b, 0])]
-    return sample
-
-
 def to_eval_collated(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
-    """What upstream's test DataLoader yields: ``mmcv.parallel.collate`` of the batch's samples
-    (:func:`eval_sample`) with ``samples_per_gpu`` = their number (1 in ``tools/test.py``), built
+    """What upstream's test DataLoader yields: ``mmcv.parallel.collate`` of the batch's samples (as
+    upstream's test pipeline returns each: ``Collect3D``'s dict, each value a list of one
+    DataContainer, ``PETRFormatBundle3D``'s formats) with ``samples_per_gpu`` = their number (1 in
+    ``tools/test.py``), built
     directly: the images are DALI's batch tensor as it is, not stacked again (collate's copy would
     cost the evaluating thread a copy of every image). The equality with collate's own output is
     checked against upstream's DataLoader (tests/equivalence/test_eval_split_stack.py)."""
@@ -95,12 +83,6 @@ def to_eval_collated(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
     for key in GEOMETRY_KEYS:
         out[key] = [DataContainer([[batch[key][b, 0] for b in range(n)]], stack=False, padding_value=0)]
     return out
-
-
-def to_eval_collated_by_mmcv(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
-    """The same through ``mmcv.parallel.collate`` of :func:`eval_sample` per sample (the reference)."""
-    samples = [eval_sample(batch, b) for b in range(len(batch["img_metas"]))]
-    return collate(samples, samples_per_gpu=len(samples))
 
 
 class SkippedImages:
