@@ -201,8 +201,9 @@ def refuse(
 
 
 class SamplingMode(Protocol):
-    """What the loader asks of a split's sampling mode besides its sampler, draws and targets, which
-    the mode owns (:mod:`.sampling.modes`: ``Streaming``, ``Queues``, ``EvalPass``)."""
+    """What the loader asks of a split's sampling mode, which owns the split's sampler, the frames of
+    a sample, the draw of a frame and its targets (:mod:`.sampling.modes`: ``Streaming``, ``Queues``,
+    ``EvalPass``)."""
 
     name: str  # the resume state's training_mode: streaming, single_frame, sliding_window, test
     queue_length: int  # frames per sample (the batch's T axis)
@@ -212,6 +213,14 @@ class SamplingMode(Protocol):
 
     def planner(self, cfg: LoaderConfig, frames: Any, *, rank: int, world_size: int, seed: int) -> Any:
         """This rank's batch planner (its sampler and the per-frame facts the mode needs)."""
+
+    def sample_frames(self, planner: Any, index: int, key: Any) -> Any:
+        """The frames of the sample at dataset ``index`` (slot ``key``): a ``QueueChoice``."""
+
+    def draw(self, aug: AugConfig, key: Any, t: int) -> Any:
+        """The augmentation draw of frame ``t`` of the sample in slot ``key`` (an ``AugDraw``)."""
+
+    targets: Callable[..., dict]  # a frame's targets: (frame, draw, settings) -> the batch's entries
 
 
 NUSCENES_CLASSES = (
