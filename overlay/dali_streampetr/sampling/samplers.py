@@ -257,7 +257,7 @@ class GroupEpochSampler(SamplerBase):
 # -- test
 
 
-class EvalSampler:
+class EvalSampler(SamplerBase):
     """This rank's test frames, one per batch, in order: its part of ``shards``, the split of the test
     set between the ranks (:mod:`.eval_shards`: upstream's chunks or whole scenes, ``EvalPass.sharding``).
     Upstream's test and validation loaders split the set by the real rank (never replicated, whatever
@@ -270,14 +270,11 @@ class EvalSampler:
     ) -> None:
         if batch_size != 1:
             raise ValueError(f"the test loader takes one sample per batch, got batch_size={batch_size}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside world size {world_size}")
+        super().__init__(np.zeros(0, dtype=np.int64), batch_size, rank=rank, world_size=world_size)
         if len(shards) != world_size:
             raise ValueError(f"{len(shards)} shards for {world_size} ranks")
+        self.arguments = {"shards": shards, "batch_size": batch_size, "rank": rank, "world_size": world_size}
         self.shard = [int(i) for i in shards[rank]]
-        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
-        self.sampler_rank, self.replicas, self.replicate, self.seed = rank, world_size, False, 0
-        self.epoch = 0
 
     def batch(self, iteration: int) -> list[int]:
         """Dataset indices of this rank's batch number ``iteration`` (0-based, across passes; each pass
@@ -287,9 +284,6 @@ class EvalSampler:
     def prev_exists(self, index: int) -> bool:
         """Unused in test mode: the model resets its memory itself where ``scene_token`` changes."""
         return False
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.shard)
