@@ -10,6 +10,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from dali_streampetr.config.reader import MODE_KNOBS
+from dali_streampetr.sampling.eval_shards import checked_sharding
 from dali_streampetr.settings import DALI_KNOBS, KNOB, LoaderConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,8 +104,10 @@ def test_dali_knobs_are_the_knob_fields_in_order() -> None:
 
 
 def test_the_config_that_spells_out_every_knob_has_each_at_its_default() -> None:
+    """Every ``data_loading_config`` key, the sampling mode's (``test_sharding``) included."""
     spelled = config_dict_call(EVERY_KNOB_CONFIG, "data_loading_config")
-    defaults = knob_defaults()
+    defaults = {**knob_defaults(), "test_sharding": checked_sharding(None, dali=True)}
+    assert set(defaults) == {*DALI_KNOBS, *MODE_KNOBS}
     assert set(spelled) == set(defaults)
     changed = {k: v for k, v in spelled.items() if v != defaults[k]}
     assert changed == {"device": "gpu", "num_threads": 4}  # what its comment says

@@ -1,5 +1,6 @@
 # StreamPETR r50 704x256 streaming training with the DALI loader: the upstream config unchanged
-# except that the training batches come from dali_streampetr (validation keeps the PyTorch loader).
+# except that the batches come from dali_streampetr, for training and (use_dali_test_pipeline
+# defaults to use_dali_pipeline) for tools/test.py and the --validate hook.
 # ../slurm/checkpoint_on_signal.py: checkpoint and requeue on SLURM's warning signal (docs/slurm.md)
 _base_ = ["../StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py", "../slurm/checkpoint_on_signal.py"]
 
@@ -21,4 +22,5 @@ data_loading_config = dict(
     start_timeout_s=300.0,  # the pipeline build (forking, starting the python workers) raises after this
     trusted_pickle=False,  # True: plain pickle.load of the info file (a pickle can run code)
     log_slots=False,  # True: <work_dir>/slots_rank<r>.jsonl, the (scene, frame) of every batch slot
+    test_sharding="scenes",  # the test set split between ranks by whole scenes; "upstream": its chunks
 )
