@@ -3,11 +3,11 @@
 
 - training: ``use_dali_pipeline=True`` gives ``build_dali_loader(cfg, 'train')`` instead of the
   training dataset (the config read once, the distributed arguments from it);
-- test: ``use_dali_test_pipeline`` (default: ``use_dali_pipeline``) gives the DALI test loader over
-  upstream's test dataset (``build_dali_loader(cfg, 'test', dataset)``); only rank 0, which
-  evaluates, builds that dataset (the other ranks' loaders count the frames of the frame store);
-  without it upstream's DataLoader, its sampler split by ``data_loading_config.test_sharding``.
-  A distributed run prints each rank's part.
+- test: the ``--validate`` hook's loader of ``data.test`` (``dali_streampetr.runner.build_val_loader``):
+  with ``use_dali_test_pipeline`` (default: ``use_dali_pipeline``) the DALI test loader over
+  upstream's test dataset, which only rank 0, which evaluates, builds (the other ranks' loaders
+  count the frames of the frame store); without it upstream's DataLoader, its sampler split by
+  ``data_loading_config.test_sharding``. A distributed run prints each rank's part.
 
 Only with DALI is the checkout root put on ``sys.path`` (this folder, ``tools/``, is ``sys.path[0]``)
 and the DALI loader imported; without it the training path imports nothing of the overlay.
@@ -47,27 +47,10 @@ def test_set_and_loader(cfg: Any, distributed: bool, samples_per_gpu: int) -> tu
     dataset = build_dataset(cfg.data.test) if not use_dali_test or get_dist_info()[0] == 0 else None
     if use_dali_test:
         _overlay_root_on_path()
-    from dali_streampetr.runner import print_part, sharded_sampler, sharding_of
+    from dali_streampetr.runner import build_val_loader  # the --validate hook's, of data.test
 
-    if use_dali_test:
-        from dali_streampetr import build_dali_loader
-
-        data_loader = build_dali_loader(cfg, "test", dataset)
-        dataset = data_loader.dataset
-    else:
-        from projects.mmdet3d_plugin.datasets.builder import build_dataloader
-
-        data_loader = build_dataloader(
-            dataset,
-            samples_per_gpu=samples_per_gpu,
-            workers_per_gpu=cfg.data.workers_per_gpu,
-            dist=distributed,
-            shuffle=False,
-            nonshuffler_sampler=sharded_sampler(cfg.data.nonshuffler_sampler, sharding_of(cfg)),
-        )
-    if distributed:  # this rank's part of the test set (both test loaders split by sharding_of)
-        print_part(data_loader, sharding_of(cfg), len(dataset))
-    return dataset, data_loader
+    data_loader = build_val_loader(cfg, dataset, distributed, samples_per_gpu, split="test")
+    return data_loader.dataset, data_loader
 
 
 def print_skipped_images(data_loader: Any, rank: int) -> None:

@@ -7,7 +7,8 @@ the samplers, ``attention.py``) call the logic their hooks need through this pac
 (:data:`__all__`): ``from dali_streampetr.runner import X``. Each name is imported on first use
 (PEP 562), so a hook imports only the module that defines it (none of them DALI):
 :mod:`.devices` (the model on the CPU), :mod:`.checkpoints` (atomic writes, resume),
-:mod:`.upstream_loaders` (the evaluation loader, scene shards, sampler options, loader hooks),
+:mod:`.upstream_loaders` (the evaluation loader of ``--validate`` and ``tools/test.py``, scene
+shards, sampler options, loader hooks),
 :mod:`.eval_gather` (results in dataset order), :mod:`.attention` (attention without flash-attn).
 """
 
@@ -22,10 +23,6 @@ _EXPORTS = {
     "write_checkpoints_atomically": "checkpoints",
     "resume_training": "checkpoints",
     "build_val_loader": "upstream_loaders",
-    "uses_dali_test_loader": "upstream_loaders",
-    "sharded_sampler": "upstream_loaders",
-    "print_part": "upstream_loaders",
-    "sharding_of": "upstream_loaders",
     "scene_shard": "upstream_loaders",
     "loading_options": "upstream_loaders",
     "register_loader_hooks": "upstream_loaders",

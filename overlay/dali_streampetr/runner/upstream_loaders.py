@@ -1,5 +1,5 @@
-"""Upstream's loader path as the patched plugin files take it: the evaluation loader of
-``--validate`` (:func:`build_val_loader`: the DALI test loader with ``use_dali_test_pipeline``, else
+"""Upstream's loader path as the patched plugin files and ``tools/`` take it: the evaluation loader of
+``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader with ``use_dali_test_pipeline``, else
 upstream's DataLoader split by ``data_loading_config.test_sharding``), the scene shard of the
 plugin's ``DistributedSampler`` (:func:`scene_shard`), the training ``build_dataloader`` options of
 ``data_loading_config`` (:func:`loading_options`) and the runner hooks a ready (DALI) training
@@ -35,15 +35,18 @@ def print_part(loader: Any, sharding: str, size: int) -> None:
     print(part_line(*get_dist_info(), sharding, list(loader.sampler), size), flush=True)
 
 
-def build_val_loader(cfg: Any, val_dataset: Any, distributed: bool, samples_per_gpu: int) -> Any:
-    """The ``--validate`` hook's loader over ``val_dataset``: the DALI test loader
-    (``build_dali_loader(cfg, 'val', val_dataset)``) with :func:`uses_dali_test_loader`, else
-    upstream's DataLoader as ``custom_train_detector`` builds it, its sampler split by
-    :func:`sharding_of`; a distributed run prints each rank's part."""
+def build_val_loader(
+    cfg: Any, val_dataset: Any, distributed: bool, samples_per_gpu: int, split: str = "val"
+) -> Any:
+    """The evaluation loader over ``val_dataset`` of ``data.<split>``: ``val``, the ``--validate``
+    hook's; ``test``, ``tools/test.py``'s (there ``val_dataset`` is None on a rank that does not
+    evaluate, with DALI). The DALI test loader (``build_dali_loader(cfg, split, val_dataset)``) with
+    :func:`uses_dali_test_loader`, else upstream's DataLoader as ``custom_train_detector`` builds it,
+    its sampler split by :func:`sharding_of`; a distributed run prints each rank's part."""
     if uses_dali_test_loader(cfg):
         from .dataloader import build_dali_loader
 
-        loader = build_dali_loader(cfg, "val", val_dataset)
+        loader = build_dali_loader(cfg, split, val_dataset)
     else:
         from projects.mmdet3d_plugin.datasets.builder import build_dataloader
 
@@ -53,11 +56,10 @@ def build_val_loader(cfg: Any, val_dataset: Any, distributed: bool, samples_per_
             workers_per_gpu=cfg.data.workers_per_gpu,
             dist=distributed,
             shuffle=False,
-            shuffler_sampler=cfg.data.shuffler_sampler,  # dict(type='DistributedGroupSampler'),
             nonshuffler_sampler=sharded_sampler(cfg.data.nonshuffler_sampler, sharding_of(cfg)),
         )
     if distributed:
-        print_part(loader, sharding_of(cfg), len(val_dataset))
+        print_part(loader, sharding_of(cfg), len(loader.dataset))
     return loader
 
 
