@@ -8,20 +8,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .cluster import LocalSlurm
+from .programs import SlurmUnavailable, ensure_installed
 
-# the face: module of this package -> the names other packages take from it
-_FACE = {
-    "cluster": ("LocalSlurm",),
-    "programs": ("SlurmUnavailable", "ensure_installed"),
-}
-_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__all__ = ["LocalSlurm", "SlurmUnavailable", "ensure_installed"]  # the face: what other packages take

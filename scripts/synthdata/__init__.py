@@ -18,20 +18,8 @@ Command line: `python -m synthdata --out DIR --scenes N --samples-per-scene M --
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .catalog import MINI_SCENES
+from .dataset import DEFAULT_SAMPLES_PER_SCENE, DEFAULT_SCENES, default_root, ensure_dataset
 
-# the face: module of this package -> the names other packages take from it
-_FACE = {
-    "catalog": ("MINI_SCENES",),
-    "dataset": ("DEFAULT_SAMPLES_PER_SCENE", "DEFAULT_SCENES", "default_root", "ensure_dataset"),
-}
-_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+# the face: what other packages take (stdlib only until a data set is generated)
+__all__ = ["DEFAULT_SAMPLES_PER_SCENE", "DEFAULT_SCENES", "MINI_SCENES", "default_root", "ensure_dataset"]

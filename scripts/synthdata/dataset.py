@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 from .catalog import MINI_SCENES
-from .generate import generate
 
 DEFAULT_SCENES = 4
 DEFAULT_SAMPLES_PER_SCENE = 8
@@ -91,6 +90,8 @@ def ensure_dataset(
             shutil.rmtree(root)
         root.mkdir(parents=True)
         (root / MARKER).write_text("generation in progress or interrupted\n")
+        from .generate import generate  # numpy: only where a data set is made
+
         generate(root, scenes, samples_per_scene, seed, jobs=jobs or min(2, os.cpu_count() or 1))
         (root / MARKER).unlink()
         (root / STAMP).write_text(json.dumps(expected, indent=1))
