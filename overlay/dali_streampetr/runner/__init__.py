@@ -14,8 +14,7 @@ shards, sampler options, loader hooks),
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .. import _lazy_face
 
 # public name -> the module (under this package) that defines it
 _EXPORTS = {
@@ -34,13 +33,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_face(__name__, _EXPORTS)
