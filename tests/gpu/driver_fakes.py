@@ -1,5 +1,6 @@
 """Shared by the driver-check tests: the overlay's ``tools/driver_check.py`` loaded from its file
-(``tools/`` is no package), and a stand-in ``libcuda.so.1`` whose answers the environment sets.
+(``tools/`` is no package), a stand-in ``libcuda.so.1`` whose answers the environment sets, and a
+patched tool of the checkout run until the check stops it (:func:`stopped_tool_output`).
 
 The stand-in exports the three driver calls the check makes (``cuDriverGetVersion``, ``cuInit``,
 ``cuDeviceGetCount``); a real torch that loads it through ``LD_LIBRARY_PATH`` sees what it sees on a
@@ -20,6 +21,9 @@ from types import ModuleType
 import pytest
 
 MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "driver_check.py"
+CHECKOUT = Path(__file__).resolve().parents[2] / "upstream" / "StreamPETR"
+SMOKE_CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py"
+TOOLS = ("test", "train")
 FAKE_SOURCE = r"""
 #include <stdlib.h>
 static int env(const char *k, int d) { const char *v = getenv(k); return v ? atoi(v) : d; }
@@ -56,3 +60,21 @@ def driver_env(lib: Path, cuda_version: int, devices: int = 1, cuinit: int = 0) 
     env.update(FAKE_CUDA_DRIVER_VERSION=str(cuda_version), FAKE_CUDA_DEVICES=str(devices))
     env["FAKE_CUINIT_RESULT"] = str(cuinit)
     return env
+
+
+def stopped_tool_output(tool: str, work: Path, env: dict[str, str]) -> str:
+    """The output of the checkout's patched ``tools/<tool>.py`` (``train``, ``test``) on the CPU smoke
+    config with ``env``, checked to have stopped with exit 1 before it trained or evaluated (no
+    traceback, no iteration, nothing in the work dir ``work``)."""
+    args = {
+        "train": ["tools/train.py", SMOKE_CONFIG, "--work-dir", str(work)],
+        "test": ["tools/test.py", SMOKE_CONFIG, str(work / "no-checkpoint-needed.pth"), "--eval", "bbox"],
+    }[tool]
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=600
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert "Traceback" not in out and "Iter [" not in out
+    assert not work.exists() or not any(work.iterdir())
+    return out

@@ -6,42 +6,25 @@ process group or a model exists, naming the first CUDA op the configs reach, the
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from driver_fakes import load_driver_check
+from driver_fakes import CHECKOUT, TOOLS, load_driver_check, stopped_tool_output
 
 pytestmark = pytest.mark.stack
-CHECKOUT = Path(__file__).resolve().parents[2] / "upstream" / "StreamPETR"
-CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py"
-COMMANDS = {
-    "train": ["tools/train.py", CONFIG, "--work-dir", "{work}"],
-    "test": ["tools/test.py", CONFIG, "{work}/no-checkpoint-needed.pth", "--eval", "bbox"],
-}
 SEES_A_GPU = "import torch\ntorch.cuda.is_available = lambda: True  # the test's faked visibility\n"
 
 
-def _cpu_ops_env() -> None:
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_gpu_run_on_cpu_ops_stops_naming_the_op_and_the_fix(tool: str, tmp_path: Path) -> None:
     ops = load_driver_check().probe_mmcv_ops()
     if ops is None or ops.cuda is not None:
         pytest.skip(f"this env's mmcv has CUDA ops ({ops}); the refusal needs the CPU-ops env")
-
-
-@pytest.mark.parametrize("tool", sorted(COMMANDS))
-def test_a_gpu_run_on_cpu_ops_stops_naming_the_op_and_the_fix(tool: str, tmp_path: Path) -> None:
-    _cpu_ops_env()
     (tmp_path / "fake").mkdir()
     (tmp_path / "fake" / "sitecustomize.py").write_text(SEES_A_GPU)
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "fake"), str(CHECKOUT)])
-    args = [a.replace("{work}", str(tmp_path / "work")) for a in COMMANDS[tool]]
-    proc = subprocess.run(
-        [sys.executable, *args], cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=600
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out[-4000:]
+    out = stopped_tool_output(tool, tmp_path / "work", env)
     assert (
         "driver_check: refusing to run: torch sees a GPU, but the env's mmcv-full 1.6.0 has no CUDA op "
         in out
@@ -49,5 +32,4 @@ def test_a_gpu_run_on_cpu_ops_stops_naming_the_op_and_the_fix(tool: str, tmp_pat
     assert "'sigmoid_focal_loss_forward' (mmdet's FocalLoss on CUDA tensors (every config))" in out
     assert "CPU ops only (get_compiling_cuda_version: not available)" in out
     assert "nox -s upstream_env -- --cuda" in out
-    assert "Traceback" not in out and "Iter [" not in out and "OpNotCompiledError" not in out
-    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
+    assert "OpNotCompiledError" not in out
