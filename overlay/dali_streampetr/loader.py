@@ -17,9 +17,9 @@ from .batch.assembly import BatchAssembler
 from .config.reader import loader_config_from
 from .frames.records import Frame
 from .frames.store import load_frames
-from .pipeline.pipeline_errors import AssemblyError
 from .pipeline.failures import BadImagePolicy, diagnose
 from .pipeline.graph import build_pipeline, build_within, pipeline_device
+from .pipeline.pipeline_errors import AssemblyError
 from .pipeline.source import ImageSource
 from .pipeline.watchdog import PipelineWatchdog, worker_processes
 from .resume import check_state, loader_state

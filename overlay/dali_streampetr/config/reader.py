@@ -330,10 +330,11 @@ def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> Load
     a test split's own, 1 as ``tools/test.py``), the dataset keys of ``data.<split>`` and the
     sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`; a test split's
     sharding: ``data_loading_config.test_sharding``), its transform steps (``data.<split>.pipeline``,
-    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked, :mod:`.transform_steps`) and
-    the ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu``
-    and ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the
-    real rank). ``overrides`` win over all of them.
+    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked,
+    :mod:`.transform_steps`), the split's files (``ann_file``, ``data_root``) and the
+    ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu`` and
+    ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the real
+    rank). ``overrides`` win over all of them.
     Raises :class:`~..settings.ConfigValueError` (or its subclass
     :class:`~..settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
     if split not in SPLITS:

@@ -164,7 +164,9 @@ def build_dali_loader(
     return wrapped
 
 
-def _for_evaluation(loader: DaliStreamLoader, split: str, dataset: Any, skipped: SkippedImages) -> DaliDataLoader:
+def _for_evaluation(
+    loader: DaliStreamLoader, split: str, dataset: Any, skipped: SkippedImages
+) -> DaliDataLoader:
     """The test loader over upstream's test ``dataset`` (or the frame count), checked to be its set."""
     if dataset is None:
         dataset = FrameCount(len(loader.frames), list(loader.cfg.class_names))

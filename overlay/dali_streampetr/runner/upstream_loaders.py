@@ -1,5 +1,6 @@
 """Upstream's loader path as the patched plugin files and ``tools/`` take it: the evaluation loader of
-``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader with ``use_dali_test_pipeline``, else
+``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader with
+``use_dali_test_pipeline``, else
 upstream's DataLoader split by ``data_loading_config.test_sharding``), the scene shard of the
 plugin's ``DistributedSampler`` (:func:`scene_shard`), the training ``build_dataloader`` options of
 ``data_loading_config`` (:func:`loading_options`) and the runner hooks a ready (DALI) training

@@ -212,8 +212,9 @@ def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **o
     from dali_streampetr import build_dali_loader
 
     return build_dali_loader(
-        cfg, data_root=data_root, rank=0, world_size=1, seed=0, num_threads=threads, device=device, **overrides
-    )
+        cfg, data_root=data_root, rank=0, world_size=1, seed=0, num_threads=threads, device=device,
+        **overrides,
+    )  # fmt: skip
 
 
 class Endless:

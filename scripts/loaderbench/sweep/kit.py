@@ -43,8 +43,9 @@ def loader_config(profile: str, threads: int, device: str) -> Any:
     if profile == "accv":
         aug = replace(r50.aug, final_dim=ACCV_IDA["final_dim"], resize_lim=ACCV_IDA["resize_lim"])
         return replace(
-            r50, aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT, replicate_dataset_per_gpu=True
-        )
+            r50, aug=aug, samples_per_gpu=ACCV_BATCH, seq_split_num=ACCV_SEQ_SPLIT,
+            replicate_dataset_per_gpu=True,
+        )  # fmt: skip
     raise ValueError(f"unknown profile {profile!r} (r50, accv)")
 
 

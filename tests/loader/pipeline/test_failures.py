@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from dali_streampetr.loader import build_loader
+from dali_streampetr.pipeline.failures import diagnose
 from dali_streampetr.pipeline.pipeline_errors import (
     BadImageError,
     ImageSizeError,
@@ -24,7 +25,6 @@ from dali_streampetr.pipeline.pipeline_errors import (
     UndecodableImageError,
     WorkerDiedError,
 )
-from dali_streampetr.pipeline.failures import diagnose
 from float_tolerance import float_atol
 from loader_data import tiny_config
 from PIL import Image
