@@ -1,7 +1,8 @@
 """One atomic writer per house (docs/reliability.md): nothing in scripts/, overlay/ or the noxfile
-renames a file into place but the two writers, the loader's (its tools take it through
-``dali_streampetr.toolkit``) and the tooling's (``overlaytool.atomic_write``), and the moves named
-below (read from the code: ``os.replace``/``os.rename`` and ``Path.replace``/``Path.rename``)."""
+renames a file into place but the three writers, the loader's frame store's, the tooling's
+(``overlaytool.atomic_write``) and the benchmark's (the GPU kit carries it without overlaytool),
+and the moves named below (read from the code: ``os.replace``/``os.rename`` and
+``Path.replace``/``Path.rename``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {
-    "overlay/dali_streampetr/frames/store_file.py": "the loader and the tools that take it apart",
-    "scripts/overlaytool/atomic_write.py": "the tooling: overlaytool, forkwatch and upstream_env",
+    "overlay/dali_streampetr/frames/store_file.py": "the loader's frame store",
+    "scripts/overlaytool/atomic_write.py": "the tooling: overlaytool, forkwatch, upstream_env, equivalence",
+    "scripts/loaderbench/results/outputs.py": "the benchmark's results and info-file replicas",
 }
 MOVES = {  # whole folders or finished files moved where they belong: no content is written there
     "scripts/overlaytool/checkout/clone.py": "a fresh clone's folder, onto a missing or empty one",
