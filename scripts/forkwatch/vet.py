@@ -16,7 +16,14 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import OverlayError, code_root, load_targets, overlay_files, reference_lines
+from overlaytool import (
+    OverlayError,
+    code_root,
+    load_targets,
+    overlay_files,
+    reference_lines,
+    suggested_moves,
+)
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -103,12 +110,18 @@ def _rebase(project: Path, cache: Path, ref: str, frm: list[str]) -> tuple[bool,
 
 def stop_lines(project: Path) -> list[str]:
     """What stopped the rebase, from its JSON report in the copy: the output's tail holds the patch
-    statuses, printed after the stop's own lines (the unresolved references name the files)."""
+    statuses, printed after the stop's own lines (the unresolved references name the files, and the
+    `overlay_moves` that resolve them are suggested)."""
     try:
         report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
         stop = report.get("would_stop") or {}
         lines = [f"stop: {stop['kind']}: {stop['message']}"] if stop else []
-        return lines + [line.strip() for line in reference_lines(report.get("overlay_references") or [])]
+        references = report.get("overlay_references") or []
+        lines += [line.strip() for line in reference_lines(references)]
+        moves = suggested_moves(references)
+        if moves:
+            lines.append(f"suggested `overlay_moves` (patches/config.toml): {', '.join(moves)}")
+        return lines
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []  # no report (the rebase stopped before writing one): the tail says why
 

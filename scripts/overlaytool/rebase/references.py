@@ -23,6 +23,7 @@ from ..cache import mirror_path
 from ..gitcmd import git, has_commit
 from ..overlay import overlay_files, place
 from ..targets import Target, load_targets
+from ..tree.code_root import code_root_in
 
 OVERLAY_REFERENCE = "overlay-reference"
 QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
@@ -38,7 +39,8 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     found = [*_bases(raw, placed, exists, renames, nested_trees(target))]
     changed = git("diff", "--name-only", "-z", base, "HEAD", cwd=checkout).stdout.split("\0")
     patched = sorted(p for p in changed if p.endswith(".py") and p in tree)
-    found += _imports(checkout, patched, raw, target, exists, renames)
+    code = code_root_in(tree, target.overlay_moves)
+    found += _imports(checkout, patched, raw, target, exists, renames, code)
     found += _patch_paths(checkout, base, raw, target, exists)
     return found
 
@@ -78,12 +80,7 @@ def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:
 
 
 def _parsed(path: Path) -> ast.Module | None:
-    if path.suffix != ".py":
-        return None
-    try:
-        return ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError):
-        return None
+    return _parse(path.read_bytes(), str(path)) if path.suffix == ".py" else None
 
 
 def _bases(
@@ -146,37 +143,105 @@ def _imports(
     target: Target,
     exists: set[str],
     renames: dict[str, str],
+    code: str,
 ) -> list[dict]:
-    """Top-level imports in the patched files of a module the overlay puts in the file's own folder
-    (at the old pin): it must still be beside the file (or at the root) in the rebased tree."""
+    """Imports of an overlay module, in the patched files, the overlay's own Python files and its
+    configs' `custom_imports`, resolved where the runners look: a module the overlay puts in the
+    importing file's own folder (`tools/slurm_env.py` for `tools/train.py`: the script's folder is on
+    the path) beside the file or at the code root; one at the overlay's top (`dali_streampetr/`) at
+    the code root, the folder the runners put on the path (`src/` in a fork that moved its sources
+    there), not the checkout's root."""
     was = {new: old for old, new in renames.items()}
-    out = []
+    sources: list[tuple[str, str, str, set[str]]] = []  # (file, its folder, folder at the old pin, names)
     for rel in patched:
-        folder, old_folder = posixpath.dirname(rel), posixpath.dirname(was.get(rel, rel))
         data = git("show", f"HEAD:{rel}", cwd=checkout, text=False).stdout
-        try:
-            module = ast.parse(data, filename=rel)
-        except (SyntaxError, ValueError):
-            continue  # upstream's own file (a patch that breaks it fails the finish's checks, not this one)
-        imported = set()
-        for node in ast.walk(module):
-            if isinstance(node, ast.Import):
-                imported |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-        for name in sorted(imported):
-            module_files = (
-                posixpath.join(old_folder, f"{name}.py"),
-                posixpath.join(old_folder, name, "__init__.py"),
-            )
-            ours = [p for p in module_files if p in raw]
-            if not ours:
-                continue  # not a module of the overlay beside the file: stdlib, upstream's, third-party
-            beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
-            if not any(p in exists for p in [*beside, f"{name}.py", f"{name}/__init__.py"]):
-                lands = place(ours[0], target.overlay_moves)
-                out.append(_ref(rel, "import", name, beside[0], lands, f"the overlay puts it at {lands}"))
+        module = _parse(data, rel)
+        if module is not None:  # upstream's own file that does not parse: the finish's checks fail it
+            folder = posixpath.dirname(rel)
+            sources.append((rel, folder, posixpath.dirname(was.get(rel, rel)), _imported(module)))
+    for rel, path in sorted(raw.items()):
+        module = _parsed(path)
+        if module is not None:
+            folder = posixpath.dirname(place(rel, target.overlay_moves))
+            names = _imported(module) | _custom_imports(module)
+            sources.append((f"overlay/{rel}", folder, posixpath.dirname(rel), names - {rel.split("/")[0]}))
+    out = []
+    for file, folder, old_folder, names in sources:
+        for name in sorted(names):
+            out += _unresolved_import(file, name, folder, old_folder, raw, target, exists, code)
     return out
+
+
+def _unresolved_import(
+    file: str,
+    name: str,
+    folder: str,
+    old_folder: str,
+    raw: dict[str, Path],
+    target: Target,
+    exists: set[str],
+    code: str,
+) -> list[dict]:
+    """The reference of `file`'s import of `name` when the overlay provides `name` and it would not
+    be found where the runners look (see `_imports`); empty otherwise."""
+    module_files = (posixpath.join(old_folder, f"{name}.py"), posixpath.join(old_folder, name, "__init__.py"))
+    beside_ours = [p for p in module_files if p in raw]
+    top_ours = [p for p in (f"{name}.py", f"{name}/__init__.py") if p in raw]
+    at_code = [posixpath.join(code, f"{name}.py"), posixpath.join(code, name, "__init__.py")]
+    if beside_ours:
+        beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
+        if any(p in exists for p in [*beside, *at_code]):
+            return []
+        lands = place(beside_ours[0], target.overlay_moves)
+        return [_ref(file, "import", name, beside[0], lands, f"the overlay puts it at {lands}")]
+    if not top_ours or any(p in exists for p in at_code):
+        return []  # not the overlay's (stdlib, upstream's, third-party), or where the runners look
+    lands = place(top_ours[0], target.overlay_moves)
+    where = f"{code}/" if code else "the checkout's root"
+    note = (
+        f"the runners put {where} (the folder holding projects/) on the path; "
+        f"the overlay puts it at {lands}"
+    )
+    return [_ref(file, "import", name, posixpath.join(code, top_ours[0]), lands, note)]
+
+
+def _parse(data: bytes, name: str) -> ast.Module | None:
+    try:
+        return ast.parse(data, filename=name)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _imported(module: ast.Module) -> set[str]:
+    """The top-level names of every absolute import in the module (inside functions too)."""
+    imported = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    return imported
+
+
+def _custom_imports(module: ast.Module) -> set[str]:
+    """The top-level names of a config's `custom_imports = dict(imports=[...])` (mmcv imports them
+    when the config loads)."""
+    names = set()
+    for node in module.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "custom_imports" for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        for kw in node.value.keywords:
+            if kw.arg == "imports" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                names |= {
+                    e.value.split(".")[0]
+                    for e in kw.value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return names
 
 
 def _patch_paths(
