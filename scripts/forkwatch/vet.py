@@ -169,15 +169,35 @@ def _configs(project: Path, settings: VetSettings) -> tuple[bool, str]:
             except json.JSONDecodeError:
                 continue
             results[entry.get("config")] = entry
-    failed = [
-        f"{f}: {results.get(f, {}).get('error', 'not loaded')}"
-        for f in files
-        if not results.get(f, {}).get("ok")
-    ]
+    failed = []
+    for f in files:
+        if not results.get(f, {}).get("ok"):
+            error = results.get(f, {}).get("error", "not loaded")
+            hint = config_error_hint(error)
+            failed.append(f"{f}: {error}" + (f"\n  {hint}" if hint else ""))
     if failed:
         tail = "" if results else f"\n{done.tail()}"
         return False, f"{len(failed)} of {len(files)} config(s) do not load:\n" + "\n".join(failed) + tail
     return True, f"all {len(files)} overlay configs load"
+
+
+SITE_PACKAGES_CONFIG = re.compile(
+    r"""FileNotFoundError: .*["']([^"']*site-packages/[^"']*configs/[^"']*)["']"""
+)
+
+
+def config_error_hint(error: str) -> str | None:
+    """The cause and the fix of a config that does not load, where known: a `_base_` built from an
+    installed package's `__file__` points into site-packages, where a wheel-installed mmdet3d has
+    no configs/ (`rebase --check` names the entry and the path into the nested checkout)."""
+    found = SITE_PACKAGES_CONFIG.search(error)
+    if found is None:
+        return None
+    return (
+        f"cause: a `_base_` built from an installed package's __file__ ({found.group(1)}): the wheel "
+        "installed there has no configs/. Fix: base it on the nested checkout's mmdetection3d/configs/ "
+        "with a path relative to the config; `nox -s rebase -- --check` names the entry and that path"
+    )
 
 
 def _train(project: Path, cache: Path, settings: VetSettings) -> tuple[bool, str]:

@@ -19,7 +19,7 @@ from ..targets import Target
 from ..tree.apply import apply_target
 from .finish import discard, has_snapshot, new_pin_text, old_patch_dir, old_pin, publish, restore, snapshot
 from .flow import AFTER_REF, BEFORE_REF, FINISH_CHECK, RESUME, Run, run_steps
-from .references import OVERLAY_REFERENCE, reference_lines
+from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines
 from .replay import MISSING, commit_resolution, patch_paths, stage_resolution
 from .report import remove_report, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
@@ -247,7 +247,7 @@ def finish(run: Run) -> list[str]:
     lines += state.warnings
     if state.unchecked:
         lines += [
-            "warning: overlay references not checked (built at run time):",
+            f"warning: {UNCHECKED}:",
             *reference_lines(state.unchecked),
         ]
     return [*lines, "range-diff of the old and new series:", range_diff.rstrip() or "  (identical)"]

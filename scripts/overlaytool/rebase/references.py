@@ -45,18 +45,102 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     return found
 
 
-def unchecked_references(target: Target) -> list[dict]:
-    """The overlay configs' `_base_` entries built at run time: what the static check cannot follow."""
-    out = []
-    for rel, path in sorted(overlay_files(target.overlay_dir).items()):
+def unchecked_references(target: Target, checkout: Path | None = None) -> list[dict]:
+    """What the overlay's configs build on that the static check cannot vouch for: `_base_` entries
+    built at run time, in the overlay's configs and (with the rebased `checkout`) in the target's own
+    configs their `_base_` chains reach, and a string `_base_` of such an own config naming no file
+    (`expected`: the path). One built from a package's `__file__` (`osp.dirname(mmdet3d.__file__)`)
+    is named with its cause: it points into the installed package (site-packages), where a
+    wheel-installed mmdet3d has no `configs/`; the note gives the nested checkout's path to the file."""
+    raw = overlay_files(target.overlay_dir)
+    tree: set[str] = set()
+    if checkout is not None:
+        listing = git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=checkout).stdout
+        tree = {p for p in listing.split("\0") if p}
+    nested = nested_trees(target) if checkout is not None else {}
+    out, seen = [], set()
+    for rel, path in sorted(raw.items()):
         module = _parsed(path)
-        if module is not None:
-            _, built = _base_entries(module)
-            out += [_ref(f"overlay/{rel}", "_base_", name, None, None, RUN_TIME) for name in built]
+        if module is None:
+            continue
+        dest = place(rel, target.overlay_moves)
+        names, built = _base_entries(module)
+        out += [_unchecked(f"overlay/{rel}", dest, name, nested) for name in built]
+        if checkout is None:
+            continue
+        todo = [posixpath.normpath(posixpath.join(posixpath.dirname(dest), n)) for n in names]
+        while todo:  # the tree's configs the overlay config builds on, base by base
+            base = todo.pop()
+            if base in seen or base not in tree or not base.endswith(".py"):
+                continue
+            seen.add(base)
+            tree_module = _parse(git("show", f"HEAD:{base}", cwd=checkout, text=False).stdout, base)
+            if tree_module is None:
+                continue
+            names, built = _base_entries(tree_module)
+            via = f" (a base of overlay/{rel})"
+            out += [_unchecked(base, base, name, nested, via) for name in built]
+            for name in names:
+                expected = posixpath.normpath(posixpath.join(posixpath.dirname(base), name))
+                if not _in_tree_or_nested(expected, tree, nested):
+                    note = f"the target's own config{via}: no such file, the config fails to load"
+                    out.append(_ref(base, "_base_", name, expected, None, note))
+                todo.append(expected)
     return out
 
 
+def _in_tree_or_nested(path: str, tree: set[str], nested: dict[str, tuple[str, set[str] | None]]) -> bool:
+    """Whether `path` (relative to the checkout) is a file of the tree, or of a nested checkout's
+    pinned tree (taken as there when the cache lacks that pin: `unresolved_references` says so)."""
+    for folder, (_, files) in nested.items():
+        if path.startswith(folder + "/"):
+            return files is None or path[len(folder) + 1 :] in files
+    return path in tree
+
+
+UNCHECKED = (  # the title of what `unchecked_references` lists
+    "overlay configs' bases the check cannot vouch for "
+    "(built at run time, or missing from the target's own configs)"
+)
 RUN_TIME = "built at run time: not checked (mmcv resolves it when the config loads)"
+FROM_FILE = re.compile(r"\b([A-Za-z_]\w*)\.__file__\b")
+
+
+def _unchecked(
+    file: str, dest: str, entry: str, nested: dict[str, tuple[str, set[str] | None]], via: str = ""
+) -> dict:
+    """The reference of a `_base_` entry built at run time, in the config `file` that lands at `dest`."""
+    package = FROM_FILE.search(entry)
+    if package is None:
+        return _ref(file, "_base_", entry, None, None, RUN_TIME + via)
+    name = package.group(1)
+    note = (
+        f"built from {name}.__file__{via}: at run time a path into the installed {name} (site-packages), "
+        f"and a wheel-installed {name} has no configs/ there: the config fails to load (FileNotFoundError)"
+    )
+    fix = _nested_path(dest, entry, name, nested)
+    note += (
+        f"; base it on the nested checkout's copy instead: {fix!r} (a path relative to the config)"
+        if fix
+        else "; base it on a file of the checkout with a path relative to the config"
+    )
+    return _ref(file, "_base_", entry, None, fix, note)
+
+
+def _nested_path(
+    dest: str, entry: str, package: str, nested: dict[str, tuple[str, set[str] | None]]
+) -> str | None:
+    """The `_base_` string for `osp.join(osp.dirname(<package>.__file__), '<rel>')` that reaches the
+    same file in the nested checkout holding `<package>/` (mmdetection3d at `mmdetection3d/`),
+    relative to the config at `dest`; None when the entry has another shape or no checkout has it."""
+    strings = re.findall(r"""['"]([^'"]+)['"]""", entry)
+    if len(strings) != 1 or "dirname" not in entry:
+        return None
+    wanted = posixpath.normpath(posixpath.join(package, strings[0]))  # in the package's repository
+    for folder, (_, files) in nested.items():
+        if files and f"{package}/__init__.py" in files and wanted in files:
+            return posixpath.relpath(f"{folder}/{wanted}", posixpath.dirname(dest) or ".")
+    return None
 
 
 def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:

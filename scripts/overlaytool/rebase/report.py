@@ -13,7 +13,7 @@ from ..atomic_write import replace_file
 from ..gitcmd import git
 from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
-from .references import OVERLAY_REFERENCE, reference_lines, suggested_moves
+from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, unmerged
 from .state import FORMAT, RebaseState, Stop
 
@@ -304,7 +304,7 @@ def write_report(
     if state.unchecked:
         lines += [
             "",
-            "## Overlay references not checked (built at run time)",
+            f"## {UNCHECKED[0].upper()}{UNCHECKED[1:]}",
             "",
             *reference_lines(state.unchecked),
         ]

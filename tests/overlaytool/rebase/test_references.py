@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from overlaytool.rebase.references import UNCHECKED
 from overlaytool.tree.code_root import streampetr_code_root
 from rebase_scenario import (
     MODEL,
@@ -27,6 +28,7 @@ from tooling_repos import Project, commit_files, git, make_patch, patched
 
 RUNTIME = "../../../../mmdetection3d/configs/_base_/default_runtime.py"  # from src/projects/configs/fork/
 GONE = "../../../../mmdetection3d/configs/_base_/gone.py"
+BROKEN = "../../../mmdetection3d/configs/_base_/default_runtime.py"  # from src/projects/configs/own/
 AT_RUN_TIME = (
     "import os.path as osp\n\nimport mmdet3d\n\n"
     "_base_ = [osp.join(osp.dirname(mmdet3d.__file__), '../configs/_base_/default_runtime.py')]\n"
@@ -76,18 +78,63 @@ def test_a_base_in_the_nested_checkout_resolves_and_one_built_at_run_time_is_unc
     (unchecked,) = checked["unchecked_references"]
     assert unchecked["file"] == "overlay/projects/configs/fork/at_run_time.py"
     assert unchecked["names"].startswith("osp.join(osp.dirname(mmdet3d.__file__)")
-    assert "overlay references not checked (built at run time):" in out
-    assert "at_run_time.py: _base_ osp.join(" in out and "built at run time: not checked" in out
+    assert f"{UNCHECKED}:" in out
+    assert "at_run_time.py: _base_ osp.join(" in out and "built from mmdet3d.__file__: at run time" in out
+    assert unchecked["candidate"] == RUNTIME  # the same file in the nested checkout, from the config
+    assert f"base it on the nested checkout's copy instead: {RUNTIME!r}" in unchecked["note"]
 
     (fork_configs.root / "overlay" / "projects" / "configs" / "fork" / "gone.py").unlink()
     assert fork_configs.run("rebase", "--check", "main") == 0
     assert report(fork_configs)["overlay_references"] == []
     assert fork_configs.run("rebase", "main") == 0
     out = capsys.readouterr().out
-    assert "warning: overlay references not checked (built at run time):" in out
+    assert f"warning: {UNCHECKED}:" in out
     assert "at_run_time.py: _base_ osp.join(" in out
     assert (fork_configs.checkout / "src" / "projects" / "configs" / "fork" / "runtime.py").is_file()
 
+
+
+def test_the_targets_own_configs_an_overlay_config_builds_on_are_followed(
+    fork_configs: Project, capsys
+) -> None:
+    """N2 (issue 50): a fork's own config that builds its `_base_` from `mmdet3d.__file__` (a path into
+    site-packages, where the wheel has no configs/) and one whose relative `_base_` the move under
+    `src/` broke: an overlay config building on them would not load. `--check` names both, the cause
+    and the fix; a config of the fork that no overlay config builds on is not its business."""
+    move_into_src(fork_configs)
+    commit_files(
+        fork_configs.upstream,
+        {
+            "src/projects/configs/own/by_file.py": AT_RUN_TIME,
+            "src/projects/configs/own/broken.py": f"_base_ = ['{BROKEN}']\n",
+            "src/projects/configs/own/unused.py": AT_RUN_TIME,
+        },
+        "The fork's own configs",
+    )
+    configs = fork_configs.root / "overlay" / "projects" / "configs" / "fork"
+    (configs / "gone.py").unlink()
+    (configs / "on_own.py").write_text("_base_ = ['../own/by_file.py', '../own/broken.py']\n")
+    capsys.readouterr()
+    assert fork_configs.run("rebase", "--check", "main") == 0  # the series carries over: a warning
+    out = capsys.readouterr().out
+    via = "(a base of overlay/projects/configs/fork/on_own.py)"
+    assert (
+        f"src/projects/configs/own/by_file.py: _base_ osp.join(osp.dirname(mmdet3d.__file__), "
+        f"'../configs/_base_/default_runtime.py') built from mmdet3d.__file__ {via}: at run time a path "
+        "into the installed mmdet3d (site-packages), and a wheel-installed mmdet3d has no configs/ there"
+    ) in out
+    assert f"base it on the nested checkout's copy instead: {RUNTIME!r}" in out
+    assert (
+        f"src/projects/configs/own/broken.py: _base_ '{BROKEN}' → "
+        f"src/mmdetection3d/configs/_base_/default_runtime.py does not exist; the target's own config {via}"
+    ) in out
+    assert "unused.py" not in out
+    files = [r["file"] for r in report(fork_configs)["unchecked_references"]]
+    assert sorted(files) == [
+        "overlay/projects/configs/fork/at_run_time.py",
+        "src/projects/configs/own/broken.py",
+        "src/projects/configs/own/by_file.py",
+    ]
 
 def test_check_reports_the_references_even_when_a_patch_stops_first(fork_configs: Project, capsys) -> None:
     move_into_src(fork_configs, edit_model=patched(MODEL, 5, "    return x + 100  # theirs"))
