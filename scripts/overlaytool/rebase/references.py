@@ -283,8 +283,7 @@ def _unresolved_import(
     lands = place(top_ours[0], target.overlay_moves)
     where = f"{code}/" if code else "the checkout's root"
     note = (
-        f"the runners put {where} (the folder holding projects/) on the path; "
-        f"the overlay puts it at {lands}"
+        f"the runners put {where} (the folder holding projects/) on the path; the overlay puts it at {lands}"
     )
     return [_ref(file, "import", name, posixpath.join(code, top_ours[0]), lands, note)]
 

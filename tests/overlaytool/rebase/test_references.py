@@ -93,7 +93,6 @@ def test_a_base_in_the_nested_checkout_resolves_and_one_built_at_run_time_is_unc
     assert (fork_configs.checkout / "src" / "projects" / "configs" / "fork" / "runtime.py").is_file()
 
 
-
 def test_the_targets_own_configs_an_overlay_config_builds_on_are_followed(
     fork_configs: Project, capsys
 ) -> None:
@@ -135,6 +134,7 @@ def test_the_targets_own_configs_an_overlay_config_builds_on_are_followed(
         "src/projects/configs/own/broken.py",
         "src/projects/configs/own/by_file.py",
     ]
+
 
 def test_check_reports_the_references_even_when_a_patch_stops_first(fork_configs: Project, capsys) -> None:
     move_into_src(fork_configs, edit_model=patched(MODEL, 5, "    return x + 100  # theirs"))
