@@ -1,15 +1,18 @@
 """The overlay's references into upstream, checked statically (`ast`) against a rebased tree.
 
 Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv resolves it);
-a module a patched file imports from its own folder that the overlay provides (`tools/train.py`
-imports `slurm_env`, the overlay's `tools/slurm_env.py`); and a quoted path a patch adds that names
-an overlay file. Each must resolve to a file of the tree or of the overlay where it lands (after
-the target's `overlay_moves`); a `_base_` that leads into another target's checkout (the nested
-mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that target's pinned
-tree or overlay. An unresolved one names the file, what it names, the path expected, and git's
-rename candidate at the target (or where the overlay puts the module). A `_base_` built at run
-time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked statically: it is listed
-apart as unchecked (`unchecked_references`), never taken as resolved.
+an import of an overlay module, in a patched file, an overlay file or a config's `custom_imports`,
+resolved where the runners look (a module the overlay puts in the file's own folder, `slurm_env`
+for `tools/train.py`, beside it; one at the overlay's top, `dali_streampetr`, at the code root the
+runners put on the path: `src/` in a fork that moved its sources there); and a quoted path a patch
+adds that names an overlay file. Each must resolve to a file of the tree or of the overlay where it
+lands (after the target's `overlay_moves`); a `_base_` that leads into another target's checkout
+(the nested mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that
+target's pinned tree or overlay. An unresolved one names the file, what it names, the path
+expected, and git's rename candidate at the target (or where the overlay puts the module). A
+`_base_` built at run time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked
+statically: it is listed apart (`unchecked_references`), never taken as resolved; so is a `_base_`
+of the target's own configs on an overlay config's chain that is built at run time or names no file.
 """
 
 from __future__ import annotations
