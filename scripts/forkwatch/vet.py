@@ -16,7 +16,14 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import OverlayError, code_root, load_targets, overlay_files, reference_lines
+from overlaytool import (
+    OverlayError,
+    code_root,
+    load_targets,
+    overlay_files,
+    reference_lines,
+    suggested_moves,
+)
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -103,12 +110,18 @@ def _rebase(project: Path, cache: Path, ref: str, frm: list[str]) -> tuple[bool,
 
 def stop_lines(project: Path) -> list[str]:
     """What stopped the rebase, from its JSON report in the copy: the output's tail holds the patch
-    statuses, printed after the stop's own lines (the unresolved references name the files)."""
+    statuses, printed after the stop's own lines (the unresolved references name the files, and the
+    `overlay_moves` that resolve them are suggested)."""
     try:
         report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
         stop = report.get("would_stop") or {}
         lines = [f"stop: {stop['kind']}: {stop['message']}"] if stop else []
-        return lines + [line.strip() for line in reference_lines(report.get("overlay_references") or [])]
+        references = report.get("overlay_references") or []
+        lines += [line.strip() for line in reference_lines(references)]
+        moves = suggested_moves(references)
+        if moves:
+            lines.append(f"suggested `overlay_moves` (patches/config.toml): {', '.join(moves)}")
+        return lines
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []  # no report (the rebase stopped before writing one): the tail says why
 
@@ -156,15 +169,35 @@ def _configs(project: Path, settings: VetSettings) -> tuple[bool, str]:
             except json.JSONDecodeError:
                 continue
             results[entry.get("config")] = entry
-    failed = [
-        f"{f}: {results.get(f, {}).get('error', 'not loaded')}"
-        for f in files
-        if not results.get(f, {}).get("ok")
-    ]
+    failed = []
+    for f in files:
+        if not results.get(f, {}).get("ok"):
+            error = results.get(f, {}).get("error", "not loaded")
+            hint = config_error_hint(error)
+            failed.append(f"{f}: {error}" + (f"\n  {hint}" if hint else ""))
     if failed:
         tail = "" if results else f"\n{done.tail()}"
         return False, f"{len(failed)} of {len(files)} config(s) do not load:\n" + "\n".join(failed) + tail
     return True, f"all {len(files)} overlay configs load"
+
+
+SITE_PACKAGES_CONFIG = re.compile(
+    r"""FileNotFoundError: .*["']([^"']*site-packages/[^"']*configs/[^"']*)["']"""
+)
+
+
+def config_error_hint(error: str) -> str | None:
+    """The cause and the fix of a config that does not load, where known: a `_base_` built from an
+    installed package's `__file__` points into site-packages, where a wheel-installed mmdet3d has
+    no configs/ (`rebase --check` names the entry and the path into the nested checkout)."""
+    found = SITE_PACKAGES_CONFIG.search(error)
+    if found is None:
+        return None
+    return (
+        f"cause: a `_base_` built from an installed package's __file__ ({found.group(1)}): the wheel "
+        "installed there has no configs/. Fix: base it on the nested checkout's mmdetection3d/configs/ "
+        "with a path relative to the config; `nox -s rebase -- --check` names the entry and that path"
+    )
 
 
 def _train(project: Path, cache: Path, settings: VetSettings) -> tuple[bool, str]:

@@ -20,7 +20,7 @@ _FACE = {
     "gitcmd": ("has_commit",),
     "overlay": ("overlay_files",),
     "pins": ("Pin", "load_pin"),
-    "rebase.references": ("reference_lines",),
+    "rebase.references": ("reference_lines", "suggested_moves"),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("apply_all",),
     "tree.code_root": ("PLUGIN", "code_root", "configs_dir", "require_code_root"),

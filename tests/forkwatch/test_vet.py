@@ -76,6 +76,14 @@ def test_the_rebase_steps_detail_names_the_stop_and_the_references_from_the_repo
         "overlay/projects/configs/dali/x_dali.py: _base_ '../base.py' → projects/configs/base.py does not "
         "exist; git's candidate at the target: projects/configs/base_renamed.py",
     ]
+    loader = {
+        "file": "src/projects/mmdet3d_plugin/core/apis/test.py", "kind": "import", "names": "dali_streampetr",
+        "expected": "src/dali_streampetr/__init__.py", "candidate": "dali_streampetr/__init__.py", "note": "",
+    }  # fmt: skip
+    report.write_text(json.dumps({"would_stop": stop, "overlay_references": [loader]}))
+    assert stop_lines(tmp_path)[-1] == (
+        'suggested `overlay_moves` (patches/config.toml): dali_streampetr = "src/dali_streampetr"'
+    )  # the move that makes the runners find the loader package, not only in the report file
 
 
 def test_the_config_step_finds_the_overlay_configs_where_overlay_moves_put_them(project: Project) -> None:

@@ -5,6 +5,7 @@ one DALI training iteration), and this checkout, its pins, patches and the cache
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,28 @@ def test_a_fork_that_moves_the_config_the_overlay_bases_on_fails_before_training
     assert "stream_petr_r50_flash_704_bs2_seq_24e.py" in out
     assert f"  {'train':16s} skip  skipped: {failed[0]} failed" in out
     assert project_state() == before
+
+
+def test_a_config_based_on_the_installed_mmdet3d_is_named_with_its_cause_and_fix(tmp_path: Path):
+    """N2 (issue 50): a `_base_` built from `mmdet3d.__file__` points into site-packages, where the
+    wheel-installed mmdet3d has no configs/: the vetting's config load fails there, and its detail
+    names the cause and the fix (a hint only for that shape: a plain missing file gets none)."""
+    from forkwatch.vet import CONFIG_LOAD, config_error_hint
+
+    by_file = tmp_path / "by_file.py"
+    by_file.write_text(
+        "import os.path as osp\n\nimport mmdet3d\n\n"
+        "_base_ = [osp.join(osp.dirname(mmdet3d.__file__), '../configs/_base_/default_runtime.py')]\n"
+    )
+    missing = tmp_path / "missing.py"
+    missing.write_text("_base_ = ['./not_there.py']\n")
+    done = subprocess.run(
+        [sys.executable, "-c", CONFIG_LOAD, str(by_file), str(missing)], capture_output=True, text=True
+    )
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["ok"] for r in results] == [False, False], done.stdout + done.stderr
+    assert "site-packages/configs/_base_/default_runtime.py" in results[0]["error"]
+    hint = config_error_hint(results[0]["error"])
+    assert hint is not None and "the wheel installed there has no configs/" in hint
+    assert "base it on the nested checkout's mmdetection3d/configs/" in hint
+    assert config_error_hint(results[1]["error"]) is None

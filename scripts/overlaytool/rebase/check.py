@@ -20,7 +20,7 @@ from ..scratch import remove_dead_scratch
 from ..series import load_series
 from ..targets import Target
 from .flow import FINISH_CHECK, Run, run_steps
-from .references import reference_lines
+from .references import UNCHECKED, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, patch_paths
 from .report import report_paths, status_lines, write_report
 from .resolve import resolve, source_url
@@ -84,8 +84,12 @@ def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
     if state.references:
         without = f" (checked without {', '.join(left_out)})" if left_out else ""
         lines += [f"the overlay's references would not resolve{without}:", *reference_lines(state.references)]
+        moves = suggested_moves(state.references)
+        if moves:
+            where = "for this target in patches/config.toml"
+            lines.append(f"suggested `overlay_moves` {where}: {', '.join(moves)}")
     if state.unchecked:
-        lines += ["overlay references not checked (built at run time):", *reference_lines(state.unchecked)]
+        lines += [f"{UNCHECKED}:", *reference_lines(state.unchecked)]
     if stop is None:
         return [*lines, "the series carries over"], True
     if stop.kind == FINISH_CHECK:

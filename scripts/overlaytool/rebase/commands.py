@@ -19,11 +19,11 @@ from ..targets import Target
 from ..tree.apply import apply_target
 from .finish import discard, has_snapshot, new_pin_text, old_patch_dir, old_pin, publish, restore, snapshot
 from .flow import AFTER_REF, BEFORE_REF, FINISH_CHECK, RESUME, Run, run_steps
-from .references import OVERLAY_REFERENCE, reference_lines
+from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines
 from .replay import MISSING, commit_resolution, patch_paths, stage_resolution
 from .report import remove_report, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
-from .state import RebaseState, in_progress, load_state, save_state, state_path
+from .state import UNCHANGED, RebaseState, in_progress, load_state, save_state, state_path
 
 SKIPPED = "skipped (dropped from the series)"
 CACHE_REFS = "refs/streampetr-dali/cache/"  # the cache mirror's refs, fetched into the checkout
@@ -107,6 +107,8 @@ def resume(target: Target, drop: list[str] | None = None) -> list[str]:
                 try:
                     stage_resolution(checkout, stop, state.dropped.get(name, []))
                     if git("diff", "--cached", "--quiet", "HEAD", cwd=checkout, check=False).returncode == 0:
+                        state.unchanged = sorted({*state.unchanged, name})
+                        save_state(target, state)
                         raise OverlayError(
                             f"The resolution of {name} changes nothing. If upstream already has the change, "
                             "drop the patch with --skip; otherwise apply it, then --continue."
@@ -152,7 +154,10 @@ def skip(target: Target) -> list[str]:
         )
     with checkout_lock(target.checkout, "rebase"):
         git("reset", "--quiet", "--hard", "HEAD", cwd=target.checkout)
-        state.statuses[state.stopped_patch] = SKIPPED
+        name = state.stopped_patch
+        state.skips[name] = UNCHANGED if name in state.unchanged else state.stop.kind
+        state.dropped.pop(name, None)  # dropped whole: a part dropped before (--drop-file) is no longer news
+        state.statuses[name] = SKIPPED
         state.stop = None
         state.next += 1
         save_state(target, state)
@@ -203,21 +208,26 @@ def _cleanup(target: Target) -> None:
 
 def _skip_warnings(target: Target, state: RebaseState, tip: str) -> list[str]:
     """A warning per skipped patch that also changed files the target still has: --skip dropped
-    those changes too (a fork deleting one file of a multi-file patch)."""
+    those changes too (a fork deleting one file of a multi-file patch). None for a patch skipped after
+    its resolution changed nothing (the target's files already were as resolved: the advice to skip
+    was the tool's); `--drop-file` is named only where a file was missing at the target."""
     tree = set(git("ls-tree", "-r", "--name-only", "-z", tip, cwd=target.checkout).stdout.split("\0"))
     out = []
     for name in state.patches:
-        if state.statuses.get(name) != SKIPPED:
+        why = state.skips.get(name, MISSING)  # a state of the older version: as it warned before
+        if state.statuses.get(name) != SKIPPED or why == UNCHANGED:
             continue
         paths = patch_paths(parse_patch(old_patch_dir(target) / name), state.renames or {})
         kept = [p for p in paths if p in tree]
-        if kept:
-            out.append(
-                f"warning: --skip dropped {name} whole, and with it its change to {', '.join(kept)}, which "
-                "the target still has. If that change is still needed, carry it again (`nox -s edit`, then "
-                "a commit); to keep such hunks, drop just the missing file's part with --drop-file instead "
-                "of --skip."
-            )
+        if not kept:
+            continue
+        text = (
+            f"warning: --skip dropped {name} whole, and with it its change to {', '.join(kept)} (files the "
+            "target has). If that change is still needed, carry it again (`nox -s edit`, then a commit)"
+        )
+        if why == MISSING:
+            text += "; to keep such hunks, drop just the missing file's part with --drop-file, not --skip"
+        out.append(text + ".")
     return out
 
 
@@ -247,7 +257,7 @@ def finish(run: Run) -> list[str]:
     lines += state.warnings
     if state.unchecked:
         lines += [
-            "warning: overlay references not checked (built at run time):",
+            f"warning: {UNCHECKED}:",
             *reference_lines(state.unchecked),
         ]
     return [*lines, "range-diff of the old and new series:", range_diff.rstrip() or "  (identical)"]

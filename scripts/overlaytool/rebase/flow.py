@@ -98,7 +98,7 @@ def replay_patches(run: Run) -> Stop | None:
         state.next += 1
         save(state)
     references = unresolved_references(target, checkout, state.new, state.renames)
-    state.references, state.unchecked = references, unchecked_references(target)
+    state.references, state.unchecked = references, unchecked_references(target, checkout)
     save(state)
     if references:
         stop = Stop(OVERLAY_REFERENCE, sorted({r["file"] for r in references}), references=references)

@@ -1,15 +1,18 @@
 """The overlay's references into upstream, checked statically (`ast`) against a rebased tree.
 
 Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv resolves it);
-a module a patched file imports from its own folder that the overlay provides (`tools/train.py`
-imports `slurm_env`, the overlay's `tools/slurm_env.py`); and a quoted path a patch adds that names
-an overlay file. Each must resolve to a file of the tree or of the overlay where it lands (after
-the target's `overlay_moves`); a `_base_` that leads into another target's checkout (the nested
-mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that target's pinned
-tree or overlay. An unresolved one names the file, what it names, the path expected, and git's
-rename candidate at the target (or where the overlay puts the module). A `_base_` built at run
-time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked statically: it is listed
-apart as unchecked (`unchecked_references`), never taken as resolved.
+an import of an overlay module, in a patched file, an overlay file or a config's `custom_imports`,
+resolved where the runners look (a module the overlay puts in the file's own folder, `slurm_env`
+for `tools/train.py`, beside it; one at the overlay's top, `dali_streampetr`, at the code root the
+runners put on the path: `src/` in a fork that moved its sources there); and a quoted path a patch
+adds that names an overlay file. Each must resolve to a file of the tree or of the overlay where it
+lands (after the target's `overlay_moves`); a `_base_` that leads into another target's checkout
+(the nested mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that
+target's pinned tree or overlay. An unresolved one names the file, what it names, the path
+expected, and git's rename candidate at the target (or where the overlay puts the module). A
+`_base_` built at run time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked
+statically: it is listed apart (`unchecked_references`), never taken as resolved; so is a `_base_`
+of the target's own configs on an overlay config's chain that is built at run time or names no file.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..cache import mirror_path
 from ..gitcmd import git, has_commit
 from ..overlay import overlay_files, place
 from ..targets import Target, load_targets
+from ..tree.code_root import code_root_in
 
 OVERLAY_REFERENCE = "overlay-reference"
 QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
@@ -38,23 +42,108 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     found = [*_bases(raw, placed, exists, renames, nested_trees(target))]
     changed = git("diff", "--name-only", "-z", base, "HEAD", cwd=checkout).stdout.split("\0")
     patched = sorted(p for p in changed if p.endswith(".py") and p in tree)
-    found += _imports(checkout, patched, raw, target, exists, renames)
+    code = code_root_in(tree, target.overlay_moves)
+    found += _imports(checkout, patched, raw, target, exists, renames, code)
     found += _patch_paths(checkout, base, raw, target, exists)
     return found
 
 
-def unchecked_references(target: Target) -> list[dict]:
-    """The overlay configs' `_base_` entries built at run time: what the static check cannot follow."""
-    out = []
-    for rel, path in sorted(overlay_files(target.overlay_dir).items()):
+def unchecked_references(target: Target, checkout: Path | None = None) -> list[dict]:
+    """What the overlay's configs build on that the static check cannot vouch for: `_base_` entries
+    built at run time, in the overlay's configs and (with the rebased `checkout`) in the target's own
+    configs their `_base_` chains reach, and a string `_base_` of such an own config naming no file
+    (`expected`: the path). One built from a package's `__file__` (`osp.dirname(mmdet3d.__file__)`)
+    is named with its cause: it points into the installed package (site-packages), where a
+    wheel-installed mmdet3d has no `configs/`; the note gives the nested checkout's path to the file."""
+    raw = overlay_files(target.overlay_dir)
+    tree: set[str] = set()
+    if checkout is not None:
+        listing = git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=checkout).stdout
+        tree = {p for p in listing.split("\0") if p}
+    nested = nested_trees(target) if checkout is not None else {}
+    out, seen = [], set()
+    for rel, path in sorted(raw.items()):
         module = _parsed(path)
-        if module is not None:
-            _, built = _base_entries(module)
-            out += [_ref(f"overlay/{rel}", "_base_", name, None, None, RUN_TIME) for name in built]
+        if module is None:
+            continue
+        dest = place(rel, target.overlay_moves)
+        names, built = _base_entries(module)
+        out += [_unchecked(f"overlay/{rel}", dest, name, nested) for name in built]
+        if checkout is None:
+            continue
+        todo = [posixpath.normpath(posixpath.join(posixpath.dirname(dest), n)) for n in names]
+        while todo:  # the tree's configs the overlay config builds on, base by base
+            base = todo.pop()
+            if base in seen or base not in tree or not base.endswith(".py"):
+                continue
+            seen.add(base)
+            tree_module = _parse(git("show", f"HEAD:{base}", cwd=checkout, text=False).stdout, base)
+            if tree_module is None:
+                continue
+            names, built = _base_entries(tree_module)
+            via = f" (a base of overlay/{rel})"
+            out += [_unchecked(base, base, name, nested, via) for name in built]
+            for name in names:
+                expected = posixpath.normpath(posixpath.join(posixpath.dirname(base), name))
+                if not _in_tree_or_nested(expected, tree, nested):
+                    note = f"the target's own config{via}: no such file, the config fails to load"
+                    out.append(_ref(base, "_base_", name, expected, None, note))
+                todo.append(expected)
     return out
 
 
+def _in_tree_or_nested(path: str, tree: set[str], nested: dict[str, tuple[str, set[str] | None]]) -> bool:
+    """Whether `path` (relative to the checkout) is a file of the tree, or of a nested checkout's
+    pinned tree (taken as there when the cache lacks that pin: `unresolved_references` says so)."""
+    for folder, (_, files) in nested.items():
+        if path.startswith(folder + "/"):
+            return files is None or path[len(folder) + 1 :] in files
+    return path in tree
+
+
+UNCHECKED = (  # the title of what `unchecked_references` lists
+    "overlay configs' bases the check cannot vouch for "
+    "(built at run time, or missing from the target's own configs)"
+)
 RUN_TIME = "built at run time: not checked (mmcv resolves it when the config loads)"
+FROM_FILE = re.compile(r"\b([A-Za-z_]\w*)\.__file__\b")
+
+
+def _unchecked(
+    file: str, dest: str, entry: str, nested: dict[str, tuple[str, set[str] | None]], via: str = ""
+) -> dict:
+    """The reference of a `_base_` entry built at run time, in the config `file` that lands at `dest`."""
+    package = FROM_FILE.search(entry)
+    if package is None:
+        return _ref(file, "_base_", entry, None, None, RUN_TIME + via)
+    name = package.group(1)
+    note = (
+        f"built from {name}.__file__{via}: at run time a path into the installed {name} (site-packages), "
+        f"and a wheel-installed {name} has no configs/ there: the config fails to load (FileNotFoundError)"
+    )
+    fix = _nested_path(dest, entry, name, nested)
+    note += (
+        f"; base it on the nested checkout's copy instead: {fix!r} (a path relative to the config)"
+        if fix
+        else "; base it on a file of the checkout with a path relative to the config"
+    )
+    return _ref(file, "_base_", entry, None, fix, note)
+
+
+def _nested_path(
+    dest: str, entry: str, package: str, nested: dict[str, tuple[str, set[str] | None]]
+) -> str | None:
+    """The `_base_` string for `osp.join(osp.dirname(<package>.__file__), '<rel>')` that reaches the
+    same file in the nested checkout holding `<package>/` (mmdetection3d at `mmdetection3d/`),
+    relative to the config at `dest`; None when the entry has another shape or no checkout has it."""
+    strings = re.findall(r"""['"]([^'"]+)['"]""", entry)
+    if len(strings) != 1 or "dirname" not in entry:
+        return None
+    wanted = posixpath.normpath(posixpath.join(package, strings[0]))  # in the package's repository
+    for folder, (_, files) in nested.items():
+        if files and f"{package}/__init__.py" in files and wanted in files:
+            return posixpath.relpath(f"{folder}/{wanted}", posixpath.dirname(dest) or ".")
+    return None
 
 
 def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:
@@ -78,12 +167,7 @@ def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:
 
 
 def _parsed(path: Path) -> ast.Module | None:
-    if path.suffix != ".py":
-        return None
-    try:
-        return ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError):
-        return None
+    return _parse(path.read_bytes(), str(path)) if path.suffix == ".py" else None
 
 
 def _bases(
@@ -146,37 +230,104 @@ def _imports(
     target: Target,
     exists: set[str],
     renames: dict[str, str],
+    code: str,
 ) -> list[dict]:
-    """Top-level imports in the patched files of a module the overlay puts in the file's own folder
-    (at the old pin): it must still be beside the file (or at the root) in the rebased tree."""
+    """Imports of an overlay module, in the patched files, the overlay's own Python files and its
+    configs' `custom_imports`, resolved where the runners look: a module the overlay puts in the
+    importing file's own folder (`tools/slurm_env.py` for `tools/train.py`: the script's folder is on
+    the path) beside the file or at the code root; one at the overlay's top (`dali_streampetr/`) at
+    the code root, the folder the runners put on the path (`src/` in a fork that moved its sources
+    there), not the checkout's root."""
     was = {new: old for old, new in renames.items()}
-    out = []
+    sources: list[tuple[str, str, str, set[str]]] = []  # (file, its folder, folder at the old pin, names)
     for rel in patched:
-        folder, old_folder = posixpath.dirname(rel), posixpath.dirname(was.get(rel, rel))
         data = git("show", f"HEAD:{rel}", cwd=checkout, text=False).stdout
-        try:
-            module = ast.parse(data, filename=rel)
-        except (SyntaxError, ValueError):
-            continue  # upstream's own file (a patch that breaks it fails the finish's checks, not this one)
-        imported = set()
-        for node in ast.walk(module):
-            if isinstance(node, ast.Import):
-                imported |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-        for name in sorted(imported):
-            module_files = (
-                posixpath.join(old_folder, f"{name}.py"),
-                posixpath.join(old_folder, name, "__init__.py"),
-            )
-            ours = [p for p in module_files if p in raw]
-            if not ours:
-                continue  # not a module of the overlay beside the file: stdlib, upstream's, third-party
-            beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
-            if not any(p in exists for p in [*beside, f"{name}.py", f"{name}/__init__.py"]):
-                lands = place(ours[0], target.overlay_moves)
-                out.append(_ref(rel, "import", name, beside[0], lands, f"the overlay puts it at {lands}"))
+        module = _parse(data, rel)
+        if module is not None:  # upstream's own file that does not parse: the finish's checks fail it
+            folder = posixpath.dirname(rel)
+            sources.append((rel, folder, posixpath.dirname(was.get(rel, rel)), _imported(module)))
+    for rel, path in sorted(raw.items()):
+        module = _parsed(path)
+        if module is not None:
+            folder = posixpath.dirname(place(rel, target.overlay_moves))
+            names = _imported(module) | _custom_imports(module)
+            sources.append((f"overlay/{rel}", folder, posixpath.dirname(rel), names - {rel.split("/")[0]}))
+    out = []
+    for file, folder, old_folder, names in sources:
+        for name in sorted(names):
+            out += _unresolved_import(file, name, folder, old_folder, raw, target, exists, code)
     return out
+
+
+def _unresolved_import(
+    file: str,
+    name: str,
+    folder: str,
+    old_folder: str,
+    raw: dict[str, Path],
+    target: Target,
+    exists: set[str],
+    code: str,
+) -> list[dict]:
+    """The reference of `file`'s import of `name` when the overlay provides `name` and it would not
+    be found where the runners look (see `_imports`); empty otherwise."""
+    module_files = (posixpath.join(old_folder, f"{name}.py"), posixpath.join(old_folder, name, "__init__.py"))
+    beside_ours = [p for p in module_files if p in raw]
+    top_ours = [p for p in (f"{name}.py", f"{name}/__init__.py") if p in raw]
+    at_code = [posixpath.join(code, f"{name}.py"), posixpath.join(code, name, "__init__.py")]
+    if beside_ours:
+        beside = [posixpath.join(folder, f"{name}.py"), posixpath.join(folder, name, "__init__.py")]
+        if any(p in exists for p in [*beside, *at_code]):
+            return []
+        lands = place(beside_ours[0], target.overlay_moves)
+        return [_ref(file, "import", name, beside[0], lands, f"the overlay puts it at {lands}")]
+    if not top_ours or any(p in exists for p in at_code):
+        return []  # not the overlay's (stdlib, upstream's, third-party), or where the runners look
+    lands = place(top_ours[0], target.overlay_moves)
+    where = f"{code}/" if code else "the checkout's root"
+    note = (
+        f"the runners put {where} (the folder holding projects/) on the path; the overlay puts it at {lands}"
+    )
+    return [_ref(file, "import", name, posixpath.join(code, top_ours[0]), lands, note)]
+
+
+def _parse(data: bytes, name: str) -> ast.Module | None:
+    try:
+        return ast.parse(data, filename=name)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _imported(module: ast.Module) -> set[str]:
+    """The top-level names of every absolute import in the module (inside functions too)."""
+    imported = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    return imported
+
+
+def _custom_imports(module: ast.Module) -> set[str]:
+    """The top-level names of a config's `custom_imports = dict(imports=[...])` (mmcv imports them
+    when the config loads)."""
+    names = set()
+    for node in module.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "custom_imports" for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        for kw in node.value.keywords:
+            if kw.arg == "imports" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                names |= {
+                    e.value.split(".")[0]
+                    for e in kw.value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return names
 
 
 def _patch_paths(

@@ -13,7 +13,7 @@ from ..atomic_write import replace_file
 from ..gitcmd import git
 from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
-from .references import OVERLAY_REFERENCE, reference_lines, suggested_moves
+from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, unmerged
 from .state import FORMAT, RebaseState, Stop
 
@@ -304,7 +304,7 @@ def write_report(
     if state.unchecked:
         lines += [
             "",
-            "## Overlay references not checked (built at run time)",
+            f"## {UNCHECKED[0].upper()}{UNCHECKED[1:]}",
             "",
             *reference_lines(state.unchecked),
         ]
@@ -315,18 +315,21 @@ def write_report(
         lines += ["", f"## {title} `{d['file']}` ({stop.patch})", ""]
         if d["was"]:
             lines += [f"Moved by upstream: {', '.join(d['was'])} → {d['file']}", ""]
-        lines.append("Hunks of the patch: " + (", ".join(f"`{h}`" for h in d["hunks"]) or "none"))
-        if d["kind"] == MISSING:
-            lines += ["", "```diff", d["hunk_text"], "```", "", "Where git thinks the code went:", ""]
-            lines += [f"- `{c['path']}` ({c['similarity']} % similar)" for c in d["candidates"]] or [
-                "- (no file of the target resembles it: upstream deleted it)"
-            ]
-        where = "the file (and its candidates)" if d["kind"] == MISSING else "the file"
-        lines += ["", f"Upstream commits touching {where} between the pins:", ""]
-        lines += [f"- {c}" for c in d["upstream_commits"]] or ["- (none)"]
+        # a section with nothing to show is left out (its "What to do" says what the absence means)
+        if d["hunks"]:
+            lines += ["Hunks of the patch: " + ", ".join(f"`{h}`" for h in d["hunks"]), ""]
+        if d["kind"] == MISSING and d["hunk_text"]:
+            lines += ["```diff", d["hunk_text"], "```", ""]
+        if d.get("candidates"):
+            lines += ["Where git thinks the code went:", ""]
+            lines += [f"- `{c['path']}` ({c['similarity']} % similar)" for c in d["candidates"]] + [""]
+        if d["upstream_commits"]:
+            where = "the file (and its candidates)" if d["kind"] == MISSING else "the file"
+            lines += [f"Upstream commits touching {where} between the pins:", ""]
+            lines += [f"- {c}" for c in d["upstream_commits"]] + [""]
         for block in d["conflicts"]:
-            lines += ["", "```", block, "```"]
-        lines += ["", f"What to do: {d['what_to_do']}"]
+            lines += ["```", block, "```", ""]
+        lines += [f"What to do: {d['what_to_do']}"]
     replace_file(md_path, "\n".join(lines) + "\n")
     return md_path, details
 

@@ -16,6 +16,9 @@ from ..checkout.gitdir import state_dir
 from ..targets import Target
 
 FORMAT = 2
+# why `--skip` dropped a patch: its stop's kind (`conflict`, `missing-at-target`), or this: its
+# `--continue` was refused because the resolution changed nothing (the tool advised `--skip`)
+UNCHANGED = "resolution-changed-nothing"
 
 
 @dataclass
@@ -58,6 +61,8 @@ class RebaseState:
     # --check: provisional patch → the files it shares with a patch left out before it (none: independent)
     shared: dict[str, list[str]] = field(default_factory=dict)
     dropped: dict[str, list[str]] = field(default_factory=dict)  # patch → files --drop-file dropped
+    unchanged: list[str] = field(default_factory=list)  # patches whose resolution changed nothing
+    skips: dict[str, str] = field(default_factory=dict)  # patch → why --skip dropped it (see SKIP_WHY)
 
     @property
     def stopped_patch(self) -> str:

@@ -34,8 +34,25 @@ def require_applied(target: Target) -> None:
 def _looked_at(target: Target) -> list[str]:
     """Where the plugin is looked for first: where `overlay_moves` put the overlay's `projects/`, then
     the root (folders relative to the checkout)."""
-    moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", target.overlay_moves)))
+    return _first_looked_at(target.overlay_moves)
+
+
+def _first_looked_at(moves: tuple[tuple[str, str], ...]) -> list[str]:
+    moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", moves)))
     return [moved, ""] if moved else [""]
+
+
+def code_root_in(files: set[str], moves: tuple[tuple[str, str], ...]) -> str:
+    """:func:`code_root` of a tree given as its files (checked statically, before any apply): the
+    folder, relative to the checkout ("" for the root), that holds `projects/mmdet3d_plugin` where
+    `moves` put `projects/`, else at the root, else the shallowest such folder; the root when the
+    tree has no plugin at all."""
+    for rel in _first_looked_at(moves):
+        if posixpath.join(rel, PLUGIN, "__init__.py") in files:
+            return rel
+    suffix = f"/{PLUGIN}/__init__.py"
+    found = sorted((p[: -len(suffix)] for p in files if p.endswith(suffix)), key=lambda p: (p.count("/"), p))
+    return found[0] if found else ""
 
 
 def code_root(target: Target) -> Path:

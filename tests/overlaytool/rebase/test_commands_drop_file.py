@@ -1,7 +1,9 @@
 """A multi-file patch whose one file the fork deleted: the report calls the cleanly merged file
-merged (not a conflict) and sends the user to no candidate that does not exist; `--drop-file` drops
+merged (not a conflict), sends the user to no candidate that does not exist and prints no empty
+section; `--drop-file` drops
 just the deleted file's part and keeps the hunks that applied; a `--skip` of such a patch warns at
-the finish that its change to a file the target still has went with it."""
+the finish that its change to a file the target still has went with it; a part dropped before the
+patch was skipped whole is not listed as a part-drop."""
 
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ def test_the_report_calls_merged_files_merged_and_names_no_missing_candidate(
     markdown = (deleted.root / "upstream" / "rebase-report.md").read_text()
     assert "## Merged cleanly `tools/train.py`" in markdown and "## Conflict in" not in markdown
     assert "resolve the conflict markers" not in markdown.lower()
+    # no empty section: no commit touched train.py, and git has no candidate for the deleted file
+    assert "(none)" not in markdown and "Where git thinks the code went" not in markdown
+    assert "Upstream commits touching the file between the pins" not in markdown
+    assert "Upstream commits touching the file (and its candidates) between the pins:\n\n- " in markdown
+    assert "Drop the GPU-only helper" in markdown  # the commit that deleted it is shown
 
 
 def test_drop_file_keeps_the_hunks_that_applied(deleted: Project, capsys) -> None:
@@ -79,7 +86,24 @@ def test_a_skip_warns_that_the_change_to_a_file_still_there_went_with_it(deleted
     assert deleted.run("rebase", "--skip") == 0
     out = capsys.readouterr().out
     assert (
-        "warning: --skip dropped train-on-the-cpu.patch whole, and with it its change to tools/train.py, "
-        "which the target still has" in out
+        "warning: --skip dropped train-on-the-cpu.patch whole, and with it its change to tools/train.py "
+        "(files the target has)" in out
     )
+    assert "drop just the missing file's part with --drop-file, not --skip" in out  # one was missing
     assert (deleted.checkout / "tools" / "train.py").read_text() == TRAIN_PY
+
+
+def test_a_part_dropped_then_the_patch_skipped_whole_lists_no_part_drop(deleted: Project, capsys) -> None:
+    """`--drop-file` recorded the missing file's part, the resolution changed nothing (upstream's
+    train.py kept), the patch was skipped whole: the finish lists the skip, not a part-drop."""
+    assert deleted.run("rebase", "main") == 1
+    git(deleted.checkout, "checkout", "HEAD", "--", "tools/train.py")
+    assert deleted.run("rebase", "--drop-file", GONE) == 1
+    assert "The resolution of train-on-the-cpu.patch changes nothing" in capsys.readouterr().err
+    assert deleted.run("rebase", "--skip") == 0
+    out = capsys.readouterr().out
+    assert "dropped from the series (--skip): train-on-the-cpu.patch" in out
+    assert "train-on-the-cpu.patch: skipped (dropped from the series)\n" in out
+    assert "(--drop-file)" not in out and "dropped the part of" not in out
+    report = json.loads((deleted.root / "upstream" / "rebase-report.json").read_text())
+    assert report["dropped"] == {} and report["patch_entries"][0]["dropped_files"] == []

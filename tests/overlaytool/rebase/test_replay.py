@@ -143,5 +143,23 @@ def test_a_resolution_that_changes_nothing_is_refused_until_skipped(series: Proj
     assert series.run("rebase", "--continue") == 1
     assert "The resolution of model.patch changes nothing" in capsys.readouterr().err
     assert series.run("rebase", "--skip") == 0
-    assert "model.patch: skipped (dropped from the series)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "model.patch: skipped (dropped from the series)" in out
     assert not (series.patch_dir / "model.patch").exists()
+    # the skip was the tool's advice and no file was missing: no warning, no --drop-file (issue 50)
+    assert "warning: --skip dropped" not in out and "--drop-file" not in out
+
+
+def test_a_conflict_skipped_warns_without_sending_to_drop_file(series: Project, capsys) -> None:
+    """A conflict skipped without resolving: its change is gone from a file the target has; no file
+    was missing, so `--drop-file` (which drops a missing file's part) is not offered."""
+    move_into_src(series, edit_model=patched(MODEL, 5, "    return x + 100  # theirs"))
+    assert series.run("rebase", "main") == 1
+    capsys.readouterr()
+    assert series.run("rebase", "--skip") == 0
+    out = capsys.readouterr().out
+    assert (
+        "warning: --skip dropped model.patch whole, and with it its change to src/pkg/model.py (files the "
+        "target has). If that change is still needed, carry it again (`nox -s edit`, then a commit)." in out
+    )
+    assert "--drop-file" not in out
