@@ -21,7 +21,6 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from interpreter import UnsupportedPython, base_python, venv_minor  # noqa: E402
-from overlaytool import is_cached, load_targets  # noqa: E402
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
@@ -39,6 +38,8 @@ except UnsupportedPython as exc:
 if BASE.note:
     print(f"nox: {BASE.note}", file=sys.stderr)
 BASE_PYTHON = BASE.path
+
+from overlaytool import is_cached, load_targets  # noqa: E402  (after the check: it needs Python 3.11)
 
 if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
     from wheelhouse import WheelhouseError, activate

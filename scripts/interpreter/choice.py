@@ -14,6 +14,7 @@ from pathlib import Path
 # nuscenes-devkit 1.2.0 needs shapely 2.0, which has no 3.14 wheels; 3.10 and older: numba 0.68
 # and numpy 2.4 have none.
 SUPPORTED: tuple[tuple[int, int], ...] = ((3, 11), (3, 12), (3, 13))
+TOOLING_NEEDS = (3, 11)  # the Python nox itself must run on: the tooling imports tomllib
 ASKED_VARIABLE = "STREAMPETR_PYTHON"  # an interpreter the user chose for the envs
 _PROBE = "import sys; print(*sys.version_info[:3]); print(sys.implementation.name)"
 
@@ -69,6 +70,12 @@ def _version_of(python: Path) -> tuple[int, int, int] | None:
     return (major, minor, micro) if out[1].strip() == "cpython" else None
 
 
+def _folder_version(python: Path) -> tuple[int, ...]:
+    """pyenv's `versions/3.12.1/bin/python3` -> (3, 12, 1); other names sort first."""
+    parts = python.parents[1].name.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else ()
+
+
 def candidates(path: str | None = None, pyenv_root: Path | None = None) -> list[Path]:
     """Interpreters this host offers, newest supported minor first: `python3.X` on PATH, then
     pyenv's versions, then what uv finds (`uv python find`)."""
@@ -78,7 +85,7 @@ def candidates(path: str | None = None, pyenv_root: Path | None = None) -> list[
         if exe:
             found.append(Path(exe))
     root = pyenv_root or Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    found += sorted((root / "versions").glob("*/bin/python3"), reverse=True)
+    found += sorted((root / "versions").glob("*/bin/python3"), key=_folder_version, reverse=True)
     uv = shutil.which("uv", path=path)
     if uv:
         for a, b in sorted(SUPPORTED, reverse=True):
@@ -106,6 +113,8 @@ def base_python(
     the running one, else one found on the host. Raises `UnsupportedPython` naming the interpreter,
     the supported versions and how to get one."""
     asked = os.environ.get(ASKED_VARIABLE) if asked is None else asked
+    here = f"Python {_dotted(running)} ({executable})"
+    chosen = None
     if asked:
         version = _version_of(Path(asked))
         if version is None or version[:2] not in SUPPORTED:
@@ -113,17 +122,26 @@ def base_python(
             raise UnsupportedPython(
                 f"${ASKED_VARIABLE}={asked} {found}; the envs need CPython {_label(SUPPORTED)}"
             )
-        return BasePython(
+        chosen = BasePython(
             asked, version, f"the envs use ${ASKED_VARIABLE}={asked} (Python {_dotted(version)})"
         )
-    if tuple(running[:2]) in SUPPORTED:
+    elif tuple(running[:2]) in SUPPORTED:
         return BasePython(executable, (running + (0, 0, 0))[:3])
-    here = f"Python {_dotted(running)} ({executable})"
-    for python in candidates() if offered is None else offered:
-        version = _version_of(python)
-        if version and version[:2] in SUPPORTED:
-            note = f"{here} is not supported; the envs use Python {_dotted(version)} ({python})"
-            return BasePython(str(python), version, note)
+    else:
+        for python in candidates() if offered is None else offered:
+            version = _version_of(python)
+            if version and version[:2] in SUPPORTED:
+                note = f"{here} is not supported; the envs use Python {_dotted(version)} ({python})"
+                chosen = BasePython(str(python), version, note)
+                break
+    if chosen and tuple(running[:2]) < TOOLING_NEEDS:  # nox's own process imports the tooling
+        raise UnsupportedPython(
+            f"{here} cannot run the sessions (the tooling needs Python {_dotted(TOOLING_NEEDS)}+); "
+            f"Python {_dotted(chosen.version)} is at {chosen.path}: run nox with it "
+            f"(`{chosen.path} -m pip install -r requirements/nox.txt`, then `{chosen.path} -m nox ...`)"
+        )
+    if chosen:
+        return chosen
     raise UnsupportedPython(
         f"{here} cannot build the envs: they need CPython {_label(SUPPORTED)}, and none was found "
         "(python3.X on PATH, pyenv's versions, uv). Install one, e.g. `pyenv install 3.12`, "

@@ -40,7 +40,7 @@ def test_an_unsupported_python_finds_a_supported_one_and_says_so(tmp_path: Path)
     )
 
 
-@pytest.mark.parametrize("running", [(3, 14, 0), (3, 10, 12)])
+@pytest.mark.parametrize("running", [(3, 14, 0), (3, 10, 12)])  # none found: the same refusal
 def test_none_found_is_refused_naming_the_interpreter_the_versions_and_how(
     tmp_path: Path, running: tuple[int, int, int]
 ) -> None:
@@ -81,3 +81,14 @@ def test_a_venv_says_which_python_made_it(tmp_path: Path) -> None:
         "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n"
     )
     assert venv_minor(tmp_path) == "3.12"
+
+
+def test_nox_on_a_python_too_old_for_the_tooling_is_told_to_run_with_the_one_found(tmp_path: Path) -> None:
+    found = fake_python(tmp_path, "python3", "3.12.3")
+    with pytest.raises(UnsupportedPython) as refusal:
+        base_python((3, 10, 13), "/usr/bin/python3", offered=[found], asked="")
+    assert str(refusal.value) == (
+        "Python 3.10.13 (/usr/bin/python3) cannot run the sessions (the tooling needs Python 3.11+); "
+        f"Python 3.12.3 is at {found}: run nox with it (`{found} -m pip install -r requirements/nox.txt`, "
+        f"then `{found} -m nox ...`)"
+    )
