@@ -20,16 +20,26 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from overlaytool import is_cached, load_targets  # noqa: E402
+from interpreter import UnsupportedPython, base_python, venv_minor  # noqa: E402
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
 nox.options.default_venv_backend = "none"
 
 ENV_ROOT = ROOT / ".nox" / "_env"
-HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt")
+HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
 UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
+
+try:  # before any session downloads or compiles: a Python the stack supports, or a refusal
+    BASE = base_python()  # $STREAMPETR_PYTHON, else this one, else one found (docs/upstream-env.md#pythons)
+except UnsupportedPython as exc:
+    raise SystemExit(f"nox: {exc}") from None
+if BASE.note:
+    print(f"nox: {BASE.note}", file=sys.stderr)
+BASE_PYTHON = BASE.path
+
+from overlaytool import is_cached, load_targets  # noqa: E402  (after the check: it needs Python 3.11)
 
 if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
     from wheelhouse import WheelhouseError, activate
@@ -50,7 +60,7 @@ def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None
 
 def run_overlaytool(session: nox.Session, command: str) -> None:
     """`python -m overlaytool <command> <session arguments>` with nox's own python (stdlib and git)."""
-    run_tool(session, sys.executable, "overlaytool", command, *session.posargs)
+    run_tool(session, BASE_PYTHON, "overlaytool", command, *session.posargs)
 
 
 def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
@@ -64,29 +74,31 @@ def ensure_hermetic_env(session: nox.Session) -> str:
     """The light env's python (`.nox/_env/hermetic`), (re)installed only when its pin files change."""
     env = ENV_ROOT / "hermetic"
     python = env / "bin" / "python"
-    digest = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in HERMETIC_FILES)).hexdigest()
+    inputs = [BASE.minor.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
+    digest = hashlib.sha256(b"".join(inputs)).hexdigest()
     stamp = env / ".requirements.sha256"
     if python.exists() and stamp.exists() and stamp.read_text() == digest:
         return str(python)
-    if not python.exists():
-        session.run(sys.executable, "-m", "venv", str(env), external=True)
-    requirements, constraints = HERMETIC_FILES
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    session.run(*pip, "-c", constraints, "-r", requirements, external=True)
+    if not python.exists() or venv_minor(env) != BASE.minor:  # new, or made by another Python
+        session.run(BASE_PYTHON, "-m", "venv", "--clear", str(env), external=True)
+    requirements, constraints, without_deps = HERMETIC_FILES
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", constraints]
+    session.run(*pip, "-r", requirements, external=True)
+    session.run(*pip, "--no-deps", "-r", without_deps, external=True)
     stamp.write_text(digest)
     return str(python)
 
 
 def apply_and_ensure_upstream_env(session: nox.Session) -> str:
     """Apply the series to the pinned checkout, build the shared OpenMMLab env once; its python."""
-    run_tool(session, sys.executable, "overlaytool", "apply")
-    run_tool(session, sys.executable, "upstream_env", "build")
+    run_tool(session, BASE_PYTHON, "overlaytool", "apply")
+    run_tool(session, BASE_PYTHON, "upstream_env", "build")
     return str(UPSTREAM_PYTHON)
 
 
 def ensure_upstream_env(session: nox.Session) -> str:
     """The shared OpenMMLab env's python, built once (no apply: the checkout is left as it is)."""
-    run_tool(session, sys.executable, "upstream_env", "build")
+    run_tool(session, BASE_PYTHON, "upstream_env", "build")
     return str(UPSTREAM_PYTHON)
 
 
@@ -108,7 +120,7 @@ def ensure_slurm(session: nox.Session) -> None:
     """Install SLURM for tests/slurm when it is missing and this host can (root, apt-get); where it
     cannot, one line says why, the SLURM tests skip naming it, and a CI run fails on that skip."""
     session.run(
-        sys.executable, "-m", "slurm_local", "install",
+        BASE_PYTHON, "-m", "slurm_local", "install",
         external=True, env={"PYTHONPATH": PYTHONPATH}, success_codes=[0, 1],
     )  # fmt: skip
 
@@ -119,7 +131,7 @@ def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env:
     env (it imports mmcv); otherwise nox's python runs it and it starts the env's python itself."""
     python = apply_and_ensure_upstream_env(session)
     args = with_data_root(session, python, session.posargs)
-    run_tool(session, python if in_env else sys.executable, module, *fixed, *args)
+    run_tool(session, python if in_env else BASE_PYTHON, module, *fixed, *args)
 
 
 # --- the main job --------------------------------------------------------------------------------
@@ -216,6 +228,14 @@ def proofs(session: nox.Session) -> None:
 
 
 @nox.session
+def pythons(session: nox.Session) -> None:
+    """Each supported CPython this host has: a fresh clone trains cold with it and runs its hermetic tier
+    (`-- --minors 3.12,3.13`, `--no-tests`); not in `nox`: about 10 min per Python on 2 cores."""
+    # nox's own python runs the driver: it starts `python -m nox` in each clone, with $STREAMPETR_PYTHON
+    run_tool(session, sys.executable, "interpreter", *session.posargs)
+
+
+@nox.session
 def gpu_check(session: nox.Session) -> None:
     """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
     run_tool(session, ensure_hermetic_env(session), "wheelhouse.gpu_check", *session.posargs)
@@ -260,11 +280,11 @@ def rebase(session: nox.Session) -> None:
     if "--check" not in args:
         session.error("--train vets a candidate without changing anything: give it with --check <commit>")
     refuse_args(session, "--target", why="--train vets the StreamPETR series (the first target)")
-    run_tool(session, sys.executable, "overlaytool", "rebase", *args)  # the dry run first: it must carry over
+    run_tool(session, BASE_PYTHON, "overlaytool", "rebase", *args)  # the dry run first: it must carry over
     python = ensure_upstream_env(session)
     vet = [a for a in args if a != "--check"]
     run_tool(
-        session, sys.executable, "forkwatch", "vet", *with_data_root(session, python, vet), "--python", python
+        session, BASE_PYTHON, "forkwatch", "vet", *with_data_root(session, python, vet), "--python", python
     )
 
 
@@ -276,7 +296,7 @@ def watch(session: nox.Session) -> None:
     if "--train" in args:
         python = ensure_upstream_env(session)
         args = [*with_data_root(session, python, args), "--python", python]
-    run_tool(session, sys.executable, "forkwatch", "watch", *args)
+    run_tool(session, BASE_PYTHON, "forkwatch", "watch", *args)
 
 
 # --- environments and offline installs -----------------------------------------------------------
@@ -285,7 +305,7 @@ def watch(session: nox.Session) -> None:
 @nox.session
 def upstream_env(session: nox.Session) -> None:
     """Build the OpenMMLab env .nox/_env/upstream (`-- --cuda|--no-cuda`, kept; `--force`); rerun: no-op."""
-    run_tool(session, sys.executable, "upstream_env", "build", *session.posargs)
+    run_tool(session, BASE_PYTHON, "upstream_env", "build", *session.posargs)
 
 
 @nox.session
@@ -293,8 +313,8 @@ def cuda_build(session: nox.Session) -> None:
     """Build the OpenMMLab env with mmcv's CUDA ops (nvcc from the index where the host has none) and
     check them: a cubin per arch, linked CUDA runtime, `import mmcv.ops`; on a GPU, the ops run.
     Arguments go to the build (`-- --toolkit index --cuda-arch 9.0`). Not in `nox`: ~5 min here."""
-    run_tool(session, sys.executable, "overlaytool", "apply")
-    run_tool(session, sys.executable, "upstream_env", "build", "--cuda", *session.posargs)
+    run_tool(session, BASE_PYTHON, "overlaytool", "apply")
+    run_tool(session, BASE_PYTHON, "upstream_env", "build", "--cuda", *session.posargs)
     run_tool(session, str(UPSTREAM_PYTHON), "upstream_env.cuda_check")
 
 
@@ -317,7 +337,7 @@ def make_data(session: nox.Session) -> None:
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
     apply_and_ensure_upstream_env(session)
-    run_tool(session, sys.executable, "upstream_run", "create_data", *session.posargs)
+    run_tool(session, BASE_PYTHON, "upstream_run", "create_data", *session.posargs)
 
 
 # --- the loader against the original -------------------------------------------------------------

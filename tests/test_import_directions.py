@@ -142,6 +142,7 @@ FACES = {
     "equivalence": {"equivalence"},
     "forkwatch": {"forkwatch"},
     "gpukit": {"gpukit"},
+    "interpreter": {"interpreter"},
     "loaderbench": {"loaderbench"},
     "overlaytool": {"overlaytool"},
     "slurm_local": {"slurm_local"},

@@ -20,6 +20,7 @@ MIRRORS = {
     "equivalence": "scripts/equivalence",
     "forkwatch": "scripts/forkwatch",
     "gpukit": "scripts/gpukit",
+    "interpreter": "scripts/interpreter",
     "loader": "overlay/dali_streampetr",
     "loaderbench": "scripts/loaderbench",
     "overlaytool": "scripts/overlaytool",

@@ -38,6 +38,7 @@ _EXPORTS = {
     "PipelineStartError": "pipeline.pipeline_errors",
     "TooManyBadImagesError": "pipeline.pipeline_errors",
     "LoaderStateMismatch": "resume",
+    "checkpoint_globals": "checkpoint_globals",
     "build_dali_loader": "runner.dataloader",
     "DaliDataLoader": "runner.dataloader",
     "to_collated": "runner.collate",

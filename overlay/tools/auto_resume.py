@@ -1,5 +1,5 @@
 """Which checkpoint ``tools/train.py`` resumes from: ``--resume-from`` checked, ``--auto-resume``
-chosen (stdlib, numpy and torch only).
+chosen (stdlib, torch and the loader's mmcv-free root only).
 
 ``--auto-resume`` takes the checkpoint with the highest N that loads (``*_N.pth`` by N;
 ``latest.pth`` only when it is none of them) and that every training loader accepts (a loader may
@@ -18,17 +18,13 @@ import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import torch
+from dali_streampetr import checkpoint_globals
 
-# What mmcv checkpoints hold beyond torch's weights_only allowlist (tensors, builtin containers,
-# numbers, strings): numpy arrays, scalars and dtypes (a hook's message, say). Added to torch's
-# allowlist when a run resumes, so the probe and mmcv's own load of the chosen file (torch.load's
-# default weights_only=True) accept the same files.
-CHECKPOINT_GLOBALS = [
-    np.core.multiarray._reconstruct, np.core.multiarray.scalar, np.ndarray, np.dtype,
-    *sorted({type(np.dtype(c)) for c in "?bhilqBHILQefdFD"}, key=str),
-]  # fmt: skip
+# What mmcv checkpoints hold beyond torch's weights_only allowlist (numpy arrays, scalars, dtypes,
+# under numpy 1's and numpy 2's names). Added to torch's allowlist when a run resumes, so the probe
+# and mmcv's own load of the chosen file (torch.load's default weights_only=True) accept the same files.
+CHECKPOINT_GLOBALS = checkpoint_globals()
 
 
 def checkpoint_problem(path: str) -> str | None:

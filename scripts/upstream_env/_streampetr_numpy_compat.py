@@ -1,9 +1,14 @@
-"""NumPy < 1.24 aliases for mmdet3d v1.0.0rc6, installed into the upstream env by `upstream_env`.
+"""Names NumPy removed that mmdet3d v1.0.0rc6 still uses, installed into the upstream env by `upstream_env`.
 
-mmdet3d rc6 still uses aliases NumPy 1.24 removed (`np.bool` in `ObjectRangeFilter`, which the
-StreamPETR training pipeline runs; `np.int`, `np.long`, `np.float` in other paths). A `.pth` file
-imports this module at start-up; it adds the aliases when numpy is first imported (lazily, so
-interpreters that never import numpy pay nothing). It changes nothing else.
+- NumPy 1.24 removed the builtin aliases: `np.int`, `np.long`, `np.float` (in mmdet3d's data
+  paths) and `np.bool` (`ObjectRangeFilter`, which the StreamPETR training pipeline runs; NumPy 2
+  has `np.bool` again, as its own bool type, and the shim leaves it).
+- NumPy 2.4 removed `np.in1d` (mmdet3d's ScanNet evaluation): the same as `np.isin` of the
+  flattened first argument, which is what it was.
+
+A `.pth` file imports this module at start-up; it adds the names when numpy is first imported
+(lazily, so interpreters that never import numpy pay nothing). It changes nothing else; every name
+it adds is listed in docs/upstream-env.md#numpy-2 with the code that needs it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,16 @@ ALIASES = {"bool": bool, "int": int, "long": int, "float": float, "complex": com
 
 
 def add_aliases(numpy_module: object) -> None:
-    """Set the removed aliases on a numpy module that lacks them."""
-    for name, value in ALIASES.items():
+    """Set the removed names on a numpy module that lacks them."""
+    isin = numpy_module.isin  # type: ignore[attr-defined]
+    ravel = numpy_module.ravel  # type: ignore[attr-defined]
+
+    def in1d(
+        ar1: object, ar2: object, assume_unique: bool = False, invert: bool = False, **kw: object
+    ) -> object:
+        return isin(ravel(ar1), ar2, assume_unique=assume_unique, invert=invert, **kw)
+
+    for name, value in {**ALIASES, "in1d": in1d}.items():
         if name not in vars(numpy_module):
             setattr(numpy_module, name, value)
 

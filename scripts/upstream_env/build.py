@@ -12,6 +12,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from interpreter import venv_minor
+
 from . import EnvBuildError, node_torch
 from .cuda_toolkit import DEFAULT_ARCHES
 from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
@@ -32,6 +34,7 @@ BUILDER_MODULES = (
     "op_set.py",
     "cuda_toolkit.py",
     "mmdet3d_wheel.py",
+    "setup_py.py",
     "node_torch.py",
     "paths.py",
     "_streampetr_numpy_compat.py",
@@ -39,13 +42,14 @@ BUILDER_MODULES = (
 # What mmcv-full's setup.py imports at build time (it runs without build isolation).
 BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
-# networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools.
+# networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools;
+# nuscenes-devkit 1.2.0 caps numpy<2 (it runs on numpy 2: docs/upstream-env.md#numpy-2).
 # mmdet3d is installed from the wheel file built from the pin, never from an index.
-NO_DEPS = ("lyft_dataset_sdk",)
+NO_DEPS = ("lyft_dataset_sdk", "nuscenes-devkit")
 COMPAT_MODULE = Path(__file__).with_name("_streampetr_numpy_compat.py")
 IMPORT_CHECK = (
     "import numpy as np, torch, torchvision, mmcv, mmcv.ops, mmdet, mmseg, mmdet3d, numba, nuscenes;"
-    "import lyft_dataset_sdk, einops, fvcore, IPython, nvidia.dali as dali; assert np.bool is bool;"
+    "import lyft_dataset_sdk, einops, fvcore, IPython, nvidia.dali as dali; assert np.int is int and np.in1d;"
     "print('torch', torch.__version__, '| torchvision', torchvision.__version__, '| mmcv-full', "
     "mmcv.__version__, '| mmdet', mmdet.__version__, '| mmseg', mmseg.__version__, '| mmdet3d', "
     "mmdet3d.__version__, '| numpy', np.__version__, '| numba', numba.__version__, "
@@ -102,10 +106,15 @@ def digest(choices: Choices, cuda_ops: bool) -> str:
     arches = ";".join(choices.arch_list) if cuda_ops else "-"
     key = f"cuda={choices.cuda}\ncuda_ops={cuda_ops}\nops={ops}\narch={arches}\n"
     key += f"torch_from={choices.torch_from}\n"
+    key += f"python={'-' if choices.torch_from else _base_minor()}\n"  # the venv's base (the builder's own)
     h = hashlib.sha256(key.encode())
     for path in parts:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def _base_minor() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def read_stamp(env: Path) -> dict | None:
@@ -224,10 +233,12 @@ def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False
     total = time.monotonic()
     constraints, requirements = CONSTRAINTS, REQUIREMENTS
     try:
-        fresh = not python.exists()
+        # new, or made by another Python than the one it is built with now ($STREAMPETR_PYTHON)
+        fresh = not python.exists() or (not choices.torch_from and venv_minor(env) != _base_minor())
         started = log.begin("virtual environment", "venv" if fresh else None)
         if fresh:
-            log.run([choices.torch_from or sys.executable, "-m", "venv", env], what="python -m venv")
+            base = choices.torch_from or sys.executable
+            log.run([base, "-m", "venv", "--clear", env], what="python -m venv")
         log.done(started, timing="venv" if fresh else None)
 
         prereqs = BUILD_PREREQS

@@ -27,6 +27,7 @@ from gpukit import CheckError
 from . import EnvBuildError, cuda_toolkit, op_set
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog, children_cpu
+from .setup_py import read_version_in_globals
 from .timings import eta_line, record
 
 VERSION = "1.6.0"
@@ -214,6 +215,7 @@ def ensure_mmcv_wheel(
             tar.extractall(tmp, filter="data")
         src = Path(tmp) / f"mmcv-full-{VERSION}"
         _patch_std(src / "setup.py", std)
+        read_version_in_globals(src / "setup.py")
         if reduced:
             cut = op_set.reduce_sources(src, cuda_ops)
             facts |= {"op_set": "reduced", "compiled_ops": list(cut.compiled_ops),

@@ -19,6 +19,7 @@ from overlaytool import Pin, has_commit, load_pin, mirror_path
 from . import EnvBuildError
 from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog
+from .setup_py import read_version_in_globals
 from .timings import eta_line, record
 
 
@@ -51,6 +52,7 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
         src = Path(tmp) / "src"
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(src, filter="data")
+        read_version_in_globals(src / "setup.py")
         out = Path(tmp) / "dist"
         log.run(
             [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", out, src],

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from mmcv.runner import CheckpointHook, Hook
 from mmdet.utils import get_root_logger
 
+from ..checkpoint_globals import checkpoint_globals
 from ..loader import DaliStreamLoader
 from ..resume import META_KEY, LoaderStateMismatch, fitting_state
 
-CHECKPOINT_GLOBALS = [
-    np.core.multiarray._reconstruct, np.core.multiarray.scalar, np.ndarray, np.dtype,
-    *sorted({type(np.dtype(c)) for c in "?bhilqBHILQefdFD"}, key=str),
-]  # fmt: skip
+CHECKPOINT_GLOBALS = checkpoint_globals()
 
 
 def checkpoint_meta(checkpoint: str) -> dict[str, Any]:

@@ -1,0 +1,107 @@
+"""`nox -s pythons`: for each supported CPython this host has, a fresh clone of this checkout's
+HEAD runs the README's main job cold (`nox -s train_dali`, its envs built with that Python) and
+the hermetic tier; the times and first losses go to a table and `pythons.json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .choice import ASKED_VARIABLE, SUPPORTED, _version_of, candidates
+
+ROOT = Path(__file__).resolve().parents[2]
+HERMETIC_TIER = "not stack and not upstream and not gpu"
+
+
+def one_per_minor(offered: list[Path]) -> dict[str, tuple[Path, str]]:
+    """minor -> (interpreter, full version): the newest micro of each supported minor offered."""
+    best: dict[str, tuple[tuple[int, int, int], Path]] = {}
+    for python in [Path(sys.executable), *offered]:
+        version = _version_of(python)
+        if version and version[:2] in SUPPORTED:
+            minor = f"{version[0]}.{version[1]}"
+            if minor not in best or version > best[minor][0]:
+                best[minor] = (version, python)
+    return {m: (p, ".".join(map(str, v))) for m, (v, p) in sorted(best.items())}
+
+
+def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
+    started = time.monotonic()
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        code = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    return code, round(time.monotonic() - started, 1)
+
+
+def _first_losses(clone: Path) -> list[float]:
+    losses = []
+    for path in sorted((clone / "work_dirs" / "train_dali").glob("*.log.json")):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("mode") == "train" and "loss" in entry:
+                losses.append(round(float(entry["loss"]), 5))
+    return losses
+
+
+def run_one(minor: str, python: Path, version: str, out: Path, tests: bool) -> dict:
+    """A fresh clone, `nox -s train_dali` cold with `python`, then (`tests`) its hermetic tier."""
+    env = {**os.environ, ASKED_VARIABLE: str(python), "CI": "false"}
+    log = out / f"python{minor}.log"
+    log.unlink(missing_ok=True)
+    row: dict = {"python": version, "interpreter": str(python)}
+    with tempfile.TemporaryDirectory(prefix=f"pythons-{minor}-") as tmp:
+        clone = Path(tmp) / "clone"
+        subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+        print(
+            f"pythons: Python {version} ({python}): cold `nox -s train_dali` in a fresh clone …", flush=True
+        )
+        code, seconds = _timed([sys.executable, "-m", "nox", "-s", "train_dali"], clone, env, log)
+        row |= {"train_dali_exit": code, "train_dali_seconds": seconds, "losses": _first_losses(clone)}
+        print(f"pythons: Python {version}: train_dali exit {code} in {seconds:.0f} s, losses {row['losses']}")
+        if tests:
+            code, seconds = _timed([sys.executable, "-m", "nox", "-s", "lint"], clone, env, log)
+            hermetic = clone / ".nox" / "_env" / "hermetic" / "bin" / "python"
+            pytest = [str(hermetic), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", HERMETIC_TIER]
+            tier_code, tier_seconds = _timed(pytest, clone, env | {"PYTHONPATH": ""}, log)
+            row |= {"lint_exit": code, "hermetic_exit": tier_code, "hermetic_seconds": seconds + tier_seconds}
+            print(f"pythons: Python {version}: lint exit {code}, hermetic tier exit {tier_code} in "
+                  f"{seconds + tier_seconds:.0f} s")  # fmt: skip
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m interpreter", description=__doc__)
+    ap.add_argument("--minors", help="only these, comma-separated (default: every supported one found)")
+    ap.add_argument("--no-tests", action="store_true", help="only the cold train_dali")
+    ap.add_argument("--out", type=Path, default=ROOT / "out" / "pythons", help="log files and pythons.json")
+    args = ap.parse_args(argv)
+    found = one_per_minor(candidates())
+    wanted = args.minors.split(",") if args.minors else list(found)
+    missing = [m for m in wanted if m not in found]
+    if missing:
+        print(
+            f"pythons: no interpreter for {', '.join(missing)} on this host (PATH, pyenv, uv)",
+            file=sys.stderr,
+        )
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = {m: run_one(m, *found[m], args.out, not args.no_tests) for m in wanted}
+    (args.out / "pythons.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print("\n| Python | train_dali | seconds | first losses | hermetic tier | seconds |")
+    print("|---|---|---|---|---|---|")
+    for row in rows.values():
+        tier = "-" if "hermetic_exit" not in row else ("passed" if row["hermetic_exit"] == 0 else "FAILED")
+        print(f"| {row['python']} | {'passed' if row['train_dali_exit'] == 0 else 'FAILED'} | "
+              f"{row['train_dali_seconds']:.0f} | {', '.join(map(str, row['losses']))} | {tier} | "
+              f"{row.get('hermetic_seconds', 0):.0f} |")  # fmt: skip
+    failed = [
+        r for r in rows.values() if r["train_dali_exit"] or r.get("hermetic_exit") or r.get("lint_exit")
+    ]
+    return 1 if failed else 0
