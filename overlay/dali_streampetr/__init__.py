@@ -37,7 +37,7 @@ _EXPORTS = {
     "PipelineStartError": "pipeline.errors",
     "TooManyBadImagesError": "pipeline.errors",
     "LoaderStateMismatch": "resume",
-    "checkpoint_globals": "checkpoint_globals",
+    "checkpoint_globals": "checkpoint_numpy",
     "build_dali_loader": "runner.dataloader",
     "build_mmdet_loader": "runner.dataloader",
     "DaliDataLoader": "runner.dataloader",
