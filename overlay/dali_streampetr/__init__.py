@@ -38,7 +38,7 @@ _EXPORTS = {
     "PipelineStartError": "pipeline.pipeline_errors",
     "TooManyBadImagesError": "pipeline.pipeline_errors",
     "LoaderStateMismatch": "resume",
-    "checkpoint_globals": "checkpoint_globals",
+    "checkpoint_globals": "checkpoint_numpy",
     "build_dali_loader": "runner.dataloader",
     "DaliDataLoader": "runner.dataloader",
     "to_collated": "runner.collate",

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from mmcv.runner import CheckpointHook, Hook
 from mmdet.utils import get_root_logger
 
-from ..checkpoint_globals import checkpoint_globals
+from ..checkpoint_numpy import checkpoint_globals
 from ..loader import DaliStreamLoader
 from ..resume import META_KEY, LoaderStateMismatch, fitting_state
 
