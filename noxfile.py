@@ -30,9 +30,18 @@ ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
 UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
 HERMETIC_TIER = "not stack and not upstream and not gpu"
-# What `nox` runs of the hermetic tier on the host's other supported Pythons (docs/tests.md says why
-# these): the code that meets the interpreter and numpy, in the time CI has
-OTHER_PYTHONS_TESTS = ("tests",)
+# What `nox` runs of the hermetic tier on the host's other supported Pythons: the code that meets
+# the interpreter and numpy (interpreter choice, setup.py edit, shim, pickles, loader, data set), in
+# the time CI has; `nox -s pythons` runs the whole tier on each (docs/tests.md#what-ci-runs)
+OTHER_PYTHONS_TESTS = (
+    "tests/interpreter",
+    "tests/upstream_env/test_setup_py.py",
+    "tests/upstream_env/test__streampetr_numpy_compat.py",
+    "tests/loader/frames",
+    "tests/loader/test_checkpoint_numpy.py",
+    "tests/loader/test_loader_synthetic.py",
+    "tests/synthdata",
+)
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
 try:  # before any session downloads or compiles: a Python the stack supports, or a refusal
