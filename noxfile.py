@@ -20,7 +20,7 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from interpreter import UnsupportedPython, base_python, venv_minor  # noqa: E402
+from interpreter import BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor  # noqa: E402
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
@@ -29,6 +29,19 @@ nox.options.default_venv_backend = "none"
 ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
 UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
+HERMETIC_TIER = "not stack and not upstream and not gpu"
+# What `nox` runs of the hermetic tier on the host's other supported Pythons: the code that meets
+# the interpreter and numpy (interpreter choice, setup.py edit, shim, pickles, loader, data set), in
+# the time CI has; `nox -s pythons` runs the whole tier on each (docs/tests.md#what-ci-runs)
+OTHER_PYTHONS_TESTS = (
+    "tests/interpreter",
+    "tests/upstream_env/test_setup_py.py",
+    "tests/upstream_env/test__streampetr_numpy_compat.py",
+    "tests/loader/frames",
+    "tests/loader/test_checkpoint_numpy.py",
+    "tests/loader/test_loader_synthetic.py",
+    "tests/synthdata",
+)
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
 try:  # before any session downloads or compiles: a Python the stack supports, or a refusal
@@ -70,17 +83,19 @@ def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
         session.error(f"{session.name} does not take {' '.join(given)}: {why}")
 
 
-def ensure_hermetic_env(session: nox.Session) -> str:
-    """The light env's python (`.nox/_env/hermetic`), (re)installed only when its pin files change."""
-    env = ENV_ROOT / "hermetic"
+def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) -> str:
+    """The light env's python (`.nox/_env/hermetic`; `hermetic-3.X` for another Python `base`),
+    (re)installed only when its pin files or its Python change."""
+    base = base or BASE
+    env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{base.minor}")
     python = env / "bin" / "python"
-    inputs = [BASE.minor.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
+    inputs = [base.minor.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
     digest = hashlib.sha256(b"".join(inputs)).hexdigest()
     stamp = env / ".requirements.sha256"
     if python.exists() and stamp.exists() and stamp.read_text() == digest:
         return str(python)
-    if not python.exists() or venv_minor(env) != BASE.minor:  # new, or made by another Python
-        session.run(BASE_PYTHON, "-m", "venv", "--clear", str(env), external=True)
+    if not python.exists() or venv_minor(env) != base.minor:  # new, or made by another Python
+        session.run(base.path, "-m", "venv", "--clear", str(env), external=True)
     requirements, constraints, without_deps = HERMETIC_FILES
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", constraints]
     session.run(*pip, "-r", requirements, external=True)
@@ -194,6 +209,12 @@ def tests(session: nox.Session) -> None:
     session.run(
         ensure_hermetic_env(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True
     )
+    codes = [0, 5] if session.posargs else [0]  # a path selection may hold no test of a tier
+    for other in supported_on_host().values():  # the README's Pythons: each one this host has
+        if other.minor != BASE.minor:
+            python = ensure_hermetic_env(session, other)
+            pytest = [python, "-m", "pytest", "-m", HERMETIC_TIER, *(session.posargs or OTHER_PYTHONS_TESTS)]
+            session.run(*pytest, external=True, success_codes=codes)
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
     if missing:
         skipped = f"stack tier skipped: the upstream cache lacks {', '.join(missing)}"
@@ -201,7 +222,6 @@ def tests(session: nox.Session) -> None:
             session.error(f"{skipped}; a CI run runs every tier: `nox -s fetch -- --from <mirror>` fills it")
         session.log(f"{skipped} (`nox -s fetch`, or `nox -s fetch -- --from <mirror>`)")
         return
-    codes = [0, 5] if session.posargs else [0]  # a path selection may hold no stack test
     python = apply_and_ensure_upstream_env(session)
     pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
     session.run(*pytest, *session.posargs, external=True, success_codes=codes)

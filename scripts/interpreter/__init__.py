@@ -2,11 +2,12 @@
 on this host (PATH, pyenv, uv), else a refusal in seconds, before any download or compile.
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
-  ``venv_minor``
+  ``supported_on_host``, ``venv_minor``
+- :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
 """
 
 from __future__ import annotations
 
-from .choice import SUPPORTED, BasePython, UnsupportedPython, base_python, venv_minor
+from .choice import SUPPORTED, BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor
 
-__all__ = ["SUPPORTED", "BasePython", "UnsupportedPython", "base_python", "venv_minor"]
+__all__ = ["SUPPORTED", "BasePython", "UnsupportedPython", "base_python", "supported_on_host", "venv_minor"]

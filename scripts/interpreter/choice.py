@@ -148,3 +148,16 @@ def base_python(
         "`uv python install 3.12` or the distribution's python3.12 package, and rerun; "
         "docs/upstream-env.md#pythons says why these."
     )
+
+
+def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePython]:
+    """minor -> the newest micro of each supported minor this host offers (the running Python and
+    `candidates()`), e.g. {"3.11": ..., "3.13": ...}."""
+    best: dict[str, BasePython] = {}
+    for python in [Path(sys.executable), *(candidates() if offered is None else offered)]:
+        version = _version_of(python)
+        if version and version[:2] in SUPPORTED:
+            found = BasePython(str(python), version)
+            if found.minor not in best or version > best[found.minor].version:
+                best[found.minor] = found
+    return dict(sorted(best.items()))

@@ -13,22 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from .choice import ASKED_VARIABLE, SUPPORTED, _version_of, candidates
+from .choice import ASKED_VARIABLE, supported_on_host
 
 ROOT = Path(__file__).resolve().parents[2]
 HERMETIC_TIER = "not stack and not upstream and not gpu"
-
-
-def one_per_minor(offered: list[Path]) -> dict[str, tuple[Path, str]]:
-    """minor -> (interpreter, full version): the newest micro of each supported minor offered."""
-    best: dict[str, tuple[tuple[int, int, int], Path]] = {}
-    for python in [Path(sys.executable), *offered]:
-        version = _version_of(python)
-        if version and version[:2] in SUPPORTED:
-            minor = f"{version[0]}.{version[1]}"
-            if minor not in best or version > best[minor][0]:
-                best[minor] = (version, python)
-    return {m: (p, ".".join(map(str, v))) for m, (v, p) in sorted(best.items())}
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
@@ -82,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tests", action="store_true", help="only the cold train_dali")
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "pythons", help="log files and pythons.json")
     args = ap.parse_args(argv)
-    found = one_per_minor(candidates())
+    found = {minor: (Path(b.path), ".".join(map(str, b.version))) for minor, b in supported_on_host().items()}
     wanted = args.minors.split(",") if args.minors else list(found)
     missing = [m for m in wanted if m not in found]
     if missing:

@@ -39,6 +39,19 @@ def collect_env(python: str, out: Path, name: str, links: Path | None = None) ->
     return entries
 
 
+def collect_nodeps(python: str, out: Path, name: str) -> list[Locked]:
+    """Wheels of ``requirements/<name>-nodeps.txt`` (installed with ``--no-deps``: their own pins
+    would conflict, nuscenes-devkit's numpy<2) under ``constraints/<name>.txt``, and their lock
+    ``locks/<name>-nodeps.txt``."""
+    req, con = ROOT / "requirements" / f"{name}-nodeps.txt", ROOT / "constraints" / f"{name}.txt"
+    run_pip(python, ["wheel", "-q", "--no-deps", "-w", out, "-c", con, "-r", req], f"collecting {req.name}")
+    entries = resolve(python, out, ["--no-deps", "-c", con, "-r", req], f"resolving {req.name} from {out}")
+    check_pins(entries, read_pins(con), f"constraints/{name}.txt")
+    lock = out / "locks" / f"{name}-nodeps.txt"
+    write_lock(lock, entries, out, header(f"{name} (--no-deps part)", f"requirements/{name}-nodeps.txt"))
+    return entries
+
+
 def collect_nox(python: str, out: Path) -> list[Locked]:
     """nox itself (``requirements/nox.txt`` and its dependencies), to install it offline."""
     req = ROOT / "requirements" / "nox.txt"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from interpreter import SUPPORTED, BasePython, UnsupportedPython, base_python, venv_minor
+from interpreter import SUPPORTED, BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor
 from interpreter.choice import candidates
 
 
@@ -92,3 +92,17 @@ def test_nox_on_a_python_too_old_for_the_tooling_is_told_to_run_with_the_one_fou
         f"Python 3.12.3 is at {found}: run nox with it (`{found} -m pip install -r requirements/nox.txt`, "
         f"then `{found} -m nox ...`)"
     )
+
+
+def test_the_host_offers_one_python_per_supported_minor_the_newest(tmp_path: Path) -> None:
+    offered = [
+        fake_python(tmp_path / "a", "python3", "3.12.1"),
+        fake_python(tmp_path / "b", "python3", "3.12.9"),
+        fake_python(tmp_path / "c", "python3", "3.10.2"),
+        fake_python(tmp_path / "d", "python3", "3.13.0"),
+    ]
+    found = supported_on_host(offered)
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert found["3.12"].path == str(offered[1]) or running == "3.12"
+    assert found["3.13"].path == str(offered[3]) or running == "3.13"
+    assert set(found) == {"3.12", "3.13", running}

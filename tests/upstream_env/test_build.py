@@ -23,6 +23,15 @@ INFO = {
 }
 
 
+# mmcv-full 1.6.0's get_version(), which the build edits for Python 3.13 (upstream_env/setup_py.py)
+GET_VERSION = b"""
+def get_version():
+    with open(version_file, encoding='utf-8') as f:
+        exec(compile(f.read(), version_file, 'exec'))
+    return locals()['__version__']
+"""
+
+
 def test_first_error_prefers_the_compiler_diagnostic_over_pips_summary() -> None:
     lines = [
         "WARNING: Location 'file:///x' is ignored\n",
@@ -133,7 +142,7 @@ def test_mmcv_wheel_is_built_once_from_the_patched_sdist_then_reused(
     sdist = tmp_path / "wheels" / "sdist" / mmcv_wheel.SDIST
     sdist.parent.mkdir(parents=True)
     with tarfile.open(sdist, "w:gz") as tar:
-        data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n"
+        data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n" + GET_VERSION
         member = tarfile.TarInfo(f"mmcv-full-{mmcv_wheel.VERSION}/setup.py")
         member.size = len(data)
         tar.addfile(member, io.BytesIO(data))

@@ -24,6 +24,15 @@ GPU = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": T
 HEADERS = cuda_toolkit.LIBRARY_HEADERS
 
 
+# mmcv-full 1.6.0's get_version(), which the build edits for Python 3.13 (upstream_env/setup_py.py)
+GET_VERSION = b"""
+def get_version():
+    with open(version_file, encoding='utf-8') as f:
+        exec(compile(f.read(), version_file, 'exec'))
+    return locals()['__version__']
+"""
+
+
 def _nvcc(folder: Path, release: str = "13.0") -> Path:
     """A stand-in nvcc (a shell script): `--version`, and `_HERE_` in a compile's dry run only, as
     nvcc 13.0 prints them (`nvcc --dryrun --version` prints no `_HERE_`)."""
@@ -121,7 +130,7 @@ def _tiny_sdist(tmp_path: Path) -> Path:
     sdist = tmp_path / mmcv_wheel.SDIST
     if not sdist.exists():
         with tarfile.open(sdist, "w:gz") as tar:
-            data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n"
+            data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n" + GET_VERSION
             member = tarfile.TarInfo(f"mmcv-full-{mmcv_wheel.VERSION}/setup.py")
             member.size = len(data)
             tar.addfile(member, io.BytesIO(data))
