@@ -126,7 +126,10 @@ def test_the_kits_gpu_check_py_reassembles_and_unpacks_before_the_venv(tmp_path:
     kit = tmp_path / "kit"
     (kit / "parts").mkdir(parents=True)
     entries = [split(tmp_path / name, kit / "parts", 64) for name in ("lock.txt", "sources.tar.gz")]
-    manifest = {"format": FORMAT, "dali_cuda": 12, "parts_dir": "parts", "locks": {tag: "lock.txt"}}
+    import torch  # the kit's DALI matches this torch's CUDA major (12 for a CPU build: Python 3.11 here)
+
+    cuda = int(torch.version.cuda.split(".")[0]) if torch.version.cuda else 12
+    manifest = {"format": FORMAT, "dali_cuda": cuda, "parts_dir": "parts", "locks": {tag: "lock.txt"}}
     (kit / MANIFEST).write_text(json.dumps({**manifest, "source": "sources.tar.gz", "files": entries}))
     launcher = install_runner(kit)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -412,7 +412,8 @@ def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_pa
     assert where == [torch.__file__, torch.__version__], "the env imports the node's torch"
     assert "torch==" not in constraints.read_text() and "nvidia-cublas" not in constraints.read_text()
     assert "torchvision==" not in requirements.read_text() and "mmcv-full==" not in requirements.read_text()
-    assert "nvidia-dali-cuda120==2.4.0" in requirements.read_text(), "a CPU torch keeps the pinned DALI"
+    dali = "cuda130" if (torch.version.cuda or "").startswith("13") else "cuda120"  # PyPI's torch on 3.12+
+    assert f"nvidia-dali-{dali}==2.4.0" in requirements.read_text(), "DALI for the node torch's CUDA major"
     ((cmd, _),) = log.commands  # this torch has no torchvision beside it: the matching series, no deps
     assert cmd[-2:] == ["--no-deps", f"torchvision=={torchvision_for(torch.__version__)}"]
 
