@@ -1,6 +1,7 @@
 """`nox -s pythons`: for each supported CPython this host has, a fresh clone of this checkout's
-HEAD runs the README's main job cold (`nox -s train_dali`, its envs built with that Python) and
-the hermetic tier; the times and first losses go to a table and `pythons.json`."""
+HEAD runs the README's two commands as a host whose python3 is that Python would: nox installed
+with it, `nox -s train_dali` cold, lint and the hermetic tier; times and first losses go to a table
+and `pythons.json`."""
 
 from __future__ import annotations
 
@@ -39,22 +40,34 @@ def _first_losses(clone: Path) -> list[float]:
 
 
 def run_one(minor: str, python: Path, version: str, out: Path, tests: bool) -> dict:
-    """A fresh clone, `nox -s train_dali` cold with `python`, then (`tests`) its hermetic tier."""
-    env = {**os.environ, ASKED_VARIABLE: str(python), "CI": "false"}
+    """A fresh clone where `python` is the user's python3: nox installed with it (the README's first
+    command), then `nox -s train_dali` cold and (`tests`) lint and its hermetic tier."""
     log = out / f"python{minor}.log"
     log.unlink(missing_ok=True)
     row: dict = {"python": version, "interpreter": str(python)}
     with tempfile.TemporaryDirectory(prefix=f"pythons-{minor}-") as tmp:
-        clone = Path(tmp) / "clone"
+        clone, tools = Path(tmp) / "clone", Path(tmp) / "bin"
         subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+        subprocess.run([str(python), "-m", "venv", str(Path(tmp) / "nox")], check=True)
+        tools.mkdir()  # python3 on PATH is this Python (the nox venv's), as on a host that has only it
+        (tools / "python3").symlink_to(Path(tmp) / "nox" / "bin" / "python3")
+        env = {**os.environ, "CI": "false", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+        env.pop(ASKED_VARIABLE, None)
+        nox = [str(tools / "python3"), "-m", "nox"]
+        _timed(
+            [str(tools / "python3"), "-m", "pip", "install", "-q", "-r", "requirements/nox.txt"],
+            clone,
+            env,
+            log,
+        )
         print(
             f"pythons: Python {version} ({python}): cold `nox -s train_dali` in a fresh clone …", flush=True
         )
-        code, seconds = _timed([sys.executable, "-m", "nox", "-s", "train_dali"], clone, env, log)
+        code, seconds = _timed([*nox, "-s", "train_dali"], clone, env, log)
         row |= {"train_dali_exit": code, "train_dali_seconds": seconds, "losses": _first_losses(clone)}
         print(f"pythons: Python {version}: train_dali exit {code} in {seconds:.0f} s, losses {row['losses']}")
         if tests:
-            code, seconds = _timed([sys.executable, "-m", "nox", "-s", "lint"], clone, env, log)
+            code, seconds = _timed([*nox, "-s", "lint"], clone, env, log)
             hermetic = clone / ".nox" / "_env" / "hermetic" / "bin" / "python"
             pytest = [str(hermetic), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", HERMETIC_TIER]
             tier_code, tier_seconds = _timed(pytest, clone, env | {"PYTHONPATH": ""}, log)
