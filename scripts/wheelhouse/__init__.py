@@ -20,24 +20,12 @@ It imports the kit's node side (``gpukit``), which imports nothing of it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 
 class WheelhouseError(Exception):
     """A user-facing failure naming the file, package or step."""
 
 
-# the face: module of this package -> the names other packages take from it
-_FACE = {
-    "offline": ("activate",),
-}
-_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted([*_EXPORTS, "WheelhouseError"])
+# the face (stdlib only and cheap: imported at once): what other packages and the noxfile take
+from .offline import activate  # noqa: E402  (after WheelhouseError, which offline.py imports)
 
-
-def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__all__ = ["WheelhouseError", "activate"]
