@@ -20,7 +20,14 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from interpreter import BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor  # noqa: E402
+from interpreter import (  # noqa: E402
+    HERMETIC_TIER,
+    BasePython,
+    UnsupportedPython,
+    base_python,
+    supported_on_host,
+    venv_minor,
+)
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
@@ -29,7 +36,6 @@ nox.options.default_venv_backend = "none"
 ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
 UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
-HERMETIC_TIER = "not stack and not upstream and not gpu"
 # What `nox` runs of the hermetic tier on the host's other supported Pythons: the code that meets
 # the interpreter and numpy (interpreter choice, setup.py edit, shim, pickles, loader, data set), in
 # the time CI has; `nox -s pythons` runs the whole tier on each (docs/tests.md#what-ci-runs)
@@ -251,7 +257,7 @@ def proofs(session: nox.Session) -> None:
 def pythons(session: nox.Session) -> None:
     """Each supported CPython this host has: a fresh clone trains cold with it and runs its hermetic tier
     (`-- --minors 3.12,3.13`, `--no-tests`); not in `nox`: about 10 min per Python on 2 cores."""
-    # nox's own python runs the driver: it starts `python -m nox` in each clone, with $STREAMPETR_PYTHON
+    # nox's own python runs the driver; each clone runs nox with that Python (a venv of it is python3)
     run_tool(session, sys.executable, "interpreter", *session.posargs)
 
 

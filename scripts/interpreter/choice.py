@@ -85,7 +85,9 @@ def candidates(path: str | None = None, pyenv_root: Path | None = None) -> list[
         if exe:
             found.append(Path(exe))
     root = pyenv_root or Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    found += sorted((root / "versions").glob("*/bin/python3"), key=_folder_version, reverse=True)
+    pyenv = sorted((root / "versions").glob("*/bin/python3"), key=_folder_version, reverse=True)
+    # a folder named for an unsupported minor is not started; one not named for a version is
+    found += [p for p in pyenv if _folder_version(p)[:2] in (*SUPPORTED, ())]
     uv = shutil.which("uv", path=path)
     if uv:
         for a, b in sorted(SUPPORTED, reverse=True):
@@ -154,7 +156,10 @@ def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePy
     """minor -> the newest micro of each supported minor this host offers (the running Python and
     `candidates()`), e.g. {"3.11": ..., "3.13": ...}."""
     best: dict[str, BasePython] = {}
+    unique: dict[Path, Path] = {}  # one probe per interpreter, however many names it has
     for python in [Path(sys.executable), *(candidates() if offered is None else offered)]:
+        unique.setdefault(python.resolve(), python)
+    for python in unique.values():
         version = _version_of(python)
         if version and version[:2] in SUPPORTED:
             found = BasePython(str(python), version)

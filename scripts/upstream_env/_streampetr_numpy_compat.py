@@ -1,8 +1,7 @@
 """Names NumPy removed that mmdet3d v1.0.0rc6 still uses, installed into the upstream env by `upstream_env`.
 
-- NumPy 1.24 removed the builtin aliases: `np.int`, `np.float` (in mmdet3d's data paths),
-  `np.long` and `np.bool` (`ObjectRangeFilter`, which the StreamPETR training pipeline runs; NumPy 2
-  has `np.bool` and `np.long` again, as its own bool and C long types, and the shim leaves them).
+- NumPy 1.24 removed the builtin aliases: `np.int`, `np.float` (in mmdet3d's data paths) and
+  others. (`np.bool` and `np.long`, in `ObjectRangeFilter`, are back in NumPy 2 as its own types.)
 - NumPy 2.4 removed `np.in1d` (mmdet3d's ScanNet evaluation): the same as `np.isin` of the
   flattened first argument, which is what it was.
 
@@ -17,7 +16,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-ALIASES = {"bool": bool, "int": int, "long": int, "float": float, "complex": complex, "object": object}
+ALIASES = {"int": int, "float": float, "complex": complex, "object": object}
 
 
 def add_aliases(numpy_module: object) -> None:

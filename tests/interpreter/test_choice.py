@@ -12,11 +12,15 @@ from interpreter import SUPPORTED, BasePython, UnsupportedPython, base_python, s
 from interpreter.choice import candidates
 
 
-def fake_python(folder: Path, name: str, version: str, implementation: str = "cpython") -> Path:
-    """An executable that answers the version probe as `version` of `implementation` would."""
+def fake_python(
+    folder: Path, name: str, version: str, implementation: str = "cpython", runs: Path | None = None
+) -> Path:
+    """An executable that answers the version probe as `version` of `implementation` would (and
+    adds a line to `runs` each time it is started)."""
     folder.mkdir(parents=True, exist_ok=True)
     exe = folder / name
-    exe.write_text(f"#!/bin/sh\necho {version.replace('.', ' ')}\necho {implementation}\n")
+    record = f"echo {exe} >> {runs}\n" if runs else ""
+    exe.write_text(f"#!/bin/sh\n{record}echo {version.replace('.', ' ')}\necho {implementation}\n")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return exe
 
@@ -59,6 +63,28 @@ def test_the_host_is_searched_on_path_and_under_pyenv(tmp_path: Path) -> None:
     pyenv = fake_python(tmp_path / "pyenv" / "versions" / "3.13.0" / "bin", "python3", "3.13.0")
     found = candidates(path=str(tmp_path / "bin"), pyenv_root=tmp_path / "pyenv")
     assert found == [on_path, pyenv]
+
+
+def test_pyenv_folders_of_unsupported_minors_are_not_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs"
+    for old in ("2.7.18", "3.9.1", "3.14.0"):
+        fake_python(tmp_path / "pyenv" / "versions" / old / "bin", "python3", old, runs=runs)
+    kept = fake_python(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin", "python3", "3.12.1")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    supported_on_host()
+    assert not runs.exists(), runs.read_text()
+    assert candidates() == [kept]
+
+
+def test_an_interpreter_offered_under_several_names_is_started_once(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    exe = fake_python(tmp_path / "a", "python3", "3.12.1", runs=runs)
+    (tmp_path / "link").symlink_to(exe)
+    supported_on_host([exe, tmp_path / "link", exe])
+    assert runs.read_text().splitlines() == [str(exe)]
 
 
 def test_an_asked_python_is_used_when_supported_and_refused_by_name_when_not(tmp_path: Path) -> None:

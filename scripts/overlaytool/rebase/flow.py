@@ -26,7 +26,7 @@ from ..series import load_series
 from ..targets import Target
 from ..tree.files import put
 from .finish import check, stage
-from .references import OVERLAY_REFERENCE, unchecked_references, unresolved_references
+from .references import OVERLAY_REFERENCE, tree_files, unchecked_references, unresolved_references
 from .replay import CONFLICT, MISSING, renames, replay
 from .state import RebaseState, Stop
 
@@ -97,8 +97,9 @@ def replay_patches(run: Run) -> Stop | None:
             git("reset", "--quiet", "--hard", "HEAD", cwd=checkout)  # go on without it
         state.next += 1
         save(state)
-    references = unresolved_references(target, checkout, state.new, state.renames)
-    state.references, state.unchecked = references, unchecked_references(target, checkout)
+    tree = tree_files(checkout)  # listed once for both checks
+    references = unresolved_references(target, checkout, tree, state.new, state.renames)
+    state.references, state.unchecked = references, unchecked_references(target, checkout, tree)
     save(state)
     if references:
         stop = Stop(OVERLAY_REFERENCE, sorted({r["file"] for r in references}), references=references)

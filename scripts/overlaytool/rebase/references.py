@@ -32,10 +32,16 @@ OVERLAY_REFERENCE = "overlay-reference"
 QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
 
 
-def unresolved_references(target: Target, checkout: Path, base: str, renames: dict[str, str]) -> list[dict]:
+def tree_files(repo: Path, rev: str = "HEAD") -> set[str]:
+    """The files of `repo`'s tree at `rev`."""
+    return {p for p in git("ls-tree", "-r", "--name-only", "-z", rev, cwd=repo).stdout.split("\0") if p}
+
+
+def unresolved_references(
+    target: Target, checkout: Path, tree: set[str], base: str, renames: dict[str, str]
+) -> list[dict]:
     """Every reference of the overlay (and of the patches into the overlay) that does not resolve
-    in the tree at the checkout's HEAD, whose upstream commit is `base`."""
-    tree = set(git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=checkout).stdout.split("\0")) - {""}
+    in the `tree` at the checkout's HEAD (`tree_files`), whose upstream commit is `base`."""
     raw = overlay_files(target.overlay_dir)
     placed = {place(rel, target.overlay_moves): rel for rel in raw}
     exists = tree | set(placed)
@@ -48,19 +54,16 @@ def unresolved_references(target: Target, checkout: Path, base: str, renames: di
     return found
 
 
-def unchecked_references(target: Target, checkout: Path | None = None) -> list[dict]:
+def unchecked_references(target: Target, checkout: Path, tree: set[str]) -> list[dict]:
     """What the overlay's configs build on that the static check cannot vouch for: `_base_` entries
-    built at run time, in the overlay's configs and (with the rebased `checkout`) in the target's own
-    configs their `_base_` chains reach, and a string `_base_` of such an own config naming no file
-    (`expected`: the path). One built from a package's `__file__` (`osp.dirname(mmdet3d.__file__)`)
-    is named with its cause: it points into the installed package (site-packages), where a
-    wheel-installed mmdet3d has no `configs/`; the note gives the nested checkout's path to the file."""
+    built at run time, in the overlay's configs and in the target's own configs (the files `tree` of
+    the rebased `checkout`) their `_base_` chains reach, and a string `_base_` of such an own config
+    naming no file (`expected`: the path). One built from a package's `__file__`
+    (`osp.dirname(mmdet3d.__file__)`) is named with its cause: it points into the installed package
+    (site-packages), where a wheel-installed mmdet3d has no `configs/`; the note gives the nested
+    checkout's path to the file."""
     raw = overlay_files(target.overlay_dir)
-    tree: set[str] = set()
-    if checkout is not None:
-        listing = git("ls-tree", "-r", "--name-only", "-z", "HEAD", cwd=checkout).stdout
-        tree = {p for p in listing.split("\0") if p}
-    nested = nested_trees(target) if checkout is not None else {}
+    nested = nested_trees(target)
     out, seen = [], set()
     for rel, path in sorted(raw.items()):
         module = _parsed(path)
@@ -69,8 +72,6 @@ def unchecked_references(target: Target, checkout: Path | None = None) -> list[d
         dest = place(rel, target.overlay_moves)
         names, built = _base_entries(module)
         out += [_unchecked(f"overlay/{rel}", dest, name, nested) for name in built]
-        if checkout is None:
-            continue
         todo = [posixpath.normpath(posixpath.join(posixpath.dirname(dest), n)) for n in names]
         while todo:  # the tree's configs the overlay config builds on, base by base
             base = todo.pop()
@@ -159,8 +160,7 @@ def nested_trees(target: Target) -> dict[str, tuple[str, set[str] | None]]:
             continue
         mirror, files = mirror_path(other.pin), None
         if mirror.is_dir() and has_commit(mirror, other.pin.commit):
-            listing = git("ls-tree", "-r", "--name-only", "-z", other.pin.commit, cwd=mirror).stdout
-            files = {p for p in listing.split("\0") if p}
+            files = tree_files(mirror, other.pin.commit)
             files |= {place(rel, other.overlay_moves) for rel in overlay_files(other.overlay_dir)}
         out[other.checkout.relative_to(real.checkout).as_posix()] = (other.label, files)
     return out
