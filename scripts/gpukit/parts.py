@@ -153,7 +153,10 @@ def reassemble(
         if digest != entry["sha256"]:
             partial.unlink()
             raise CheckError(f"{entry['name']}: reassembled sha256 {digest} != manifest {entry['sha256']}")
-        partial.replace(target)
+        if target.exists() and target.samefile(partial):  # linked from the same part before: rename()
+            partial.unlink()  # of two links to one file does nothing, and would leave the .partial
+        else:
+            partial.replace(target)
         out.append(target)
     return out
 

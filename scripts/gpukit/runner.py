@@ -66,6 +66,10 @@ def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Nam
     stack.add_argument(
         "--cuda-arch", default="9.0", help="TORCH_CUDA_ARCH_LIST of mmcv's ops (9.0: H100/H200)"
     )
+    stack.add_argument(
+        "--cuda-ops", action="store_true",
+        help="compile mmcv's CUDA ops although torch sees no GPU (a rehearsal of the node on a CPU host)",
+    )  # fmt: skip
     stack.add_argument("--bench-workers", default="1,2,4,8,16", help="the DataLoader rows of the benchmark")
     stack.add_argument("--bench-threads", default="4", help="DALI's CPU threads in its GPU rows (default 4)")
     args = ap.parse_args(argv)
@@ -200,7 +204,8 @@ def stack_main(args: argparse.Namespace, kit: Path, work: Path) -> int:
         # no --allow-cuda-mismatch here: the env builder installs DALI of the torch's CUDA major
         require_a_matching_kit(node, manifest, allow_cuda_mismatch=False)
         if not node["cuda_available"]:
-            print("GPU half skipped: torch sees no CUDA device (CPU ops, CPU loaders, the GPU tests skip)")
+            ops = "CUDA ops compiled all the same (--cuda-ops)" if args.cuda_ops else "CPU ops"
+            print(f"GPU half skipped: torch sees no CUDA device ({ops}, CPU loaders, the GPU tests skip)")
         steps.end("probe", started)
         summary = run_stack(args, kit, work, node, manifest, steps)
     except CheckError as exc:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -131,7 +132,8 @@ class Stack:
     def node_env(self, step: str, command: str) -> None:
         """``upstream_env <command>`` (``mmcv-wheel`` or ``build``) on the node's torch, offline; both
         steps pass the same choices, so ``build`` finds the wheel ``mmcv-wheel`` compiled."""
-        ops = ["--cuda", "--cuda-arch", self.args.cuda_arch] if self.gpu else ["--no-cuda"]
+        cuda = self.gpu or self.args.cuda_ops
+        ops = ["--cuda", "--cuda-arch", self.args.cuda_arch] if cuda else ["--no-cuda"]
         cmd = [self.args.python, "-m", "wheelhouse.node_env", command, "--wheelhouse", self.wheelhouse]
         self.run(step, [*cmd, "--env", self.env_dir, "--torch-from", self.args.python, *ops])
 
@@ -193,6 +195,12 @@ class Stack:
         self.stamp_path(step).write_text(self.kit_id)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of every command it waited for, with theirs."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def verify_applied(root: Path, facts: dict) -> int:
     """Every file of the applied tree as ``apply`` wrote it where the kit was made; its count."""
     for name, want in facts["files"].items():
@@ -236,9 +244,10 @@ def run_stack(args, kit: Path, work: Path, node: dict, manifest: dict, steps) ->
             if stack.done(name) and name != "parts":
                 print("      done before (same kit): skipped")
                 continue
-            t0 = time.monotonic()
+            t0, cpu0 = time.monotonic(), cpu_seconds()
             actions[name]()
-            stack.record(name, ok=True, seconds=round(time.monotonic() - t0, 1))
+            seconds, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+            stack.record(name, ok=True, seconds=round(seconds, 1), cpu_s=round(cpu, 1))
             if name != "parts" or args.until != "mmcv":
                 stack.stamp(name)
             steps.end(name, started)

@@ -52,6 +52,17 @@ def test_parts_respect_the_size_limit_and_rebuild_the_files(tmp_path: Path) -> N
     assert out[0].read_bytes() == body and out[1].read_bytes() == b"x==1\n"
 
 
+def test_reassembling_again_leaves_no_partial_file(tmp_path: Path) -> None:
+    # a one-part file is hard-linked from its part: a second run (gpu_check --stack after its
+    # --until runs) links the same part again, and rename() of two links to one file does nothing
+    kit, _ = make_kit(tmp_path, {"one-1-py3-none-any.whl": os.urandom(80), "split.txt": os.urandom(250)}, 100)
+    for _ in range(2):
+        out = reassemble(kit, load_manifest(kit), tmp_path / "wheels", tmp_path / "other")
+    assert sorted(p.name for p in (tmp_path / "wheels").iterdir()) == ["one-1-py3-none-any.whl"]
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == ["split.txt"]
+    assert [len(p.read_bytes()) for p in out] == [80, 250]
+
+
 def test_a_part_with_a_wrong_hash_is_refused_by_name(tmp_path: Path) -> None:
     kit, manifest = make_kit(tmp_path, {"w-1-py3-none-any.whl": os.urandom(300)}, 100)
     part = kit / "parts" / "w-1-py3-none-any.whl.001"
