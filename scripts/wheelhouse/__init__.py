@@ -14,6 +14,7 @@ hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, s
 - :mod:`.stack_kit`, :mod:`.stack_wheels`, :mod:`.kit_applied`  the stack kit (``--only stack-kit``): its
   bundles and manifest; the OpenMMLab env's wheels but the node's torch; the applied tree with digests
 - :mod:`.node_env`           on the node: the OpenMMLab env on the node's torch from a stack kit's wheels
+- :mod:`.node_rehearsal`     ``nox -s node_rehearsal``: the lent node's software rehearsed here, call by call
 
 It imports the kit's node side (``gpukit``), which imports nothing of it.
 """
