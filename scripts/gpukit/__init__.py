@@ -18,22 +18,21 @@ files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, neve
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+# the face (stdlib only and cheap: imported at once): the names other packages take from it
+from .node import clean_pip_env, link_torch, probe
+from .parts import FORMAT, MANIFEST, sha256
+from .runner import main
+from .stack import cpu_seconds
+from .steps import CheckError
 
-# the face: module of this package -> the names other packages take from it
-_FACE = {
-    "node": ("clean_pip_env", "link_torch", "probe"),
-    "parts": ("FORMAT", "MANIFEST", "sha256"),
-    "runner": ("main",),
-    "steps": ("CheckError",),
-}
-_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use (PEP 562)."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "CheckError",
+    "clean_pip_env",
+    "cpu_seconds",
+    "link_torch",
+    "main",
+    "probe",
+    "sha256",
+]

@@ -7,39 +7,31 @@ or a CI run never compiles twice. `python -m upstream_env build --help` lists th
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 
 class EnvBuildError(Exception):
     """A user-facing failure: the message says which step failed and where the full log is."""
 
 
-# the face: module of this package -> the names other packages take from it
-_FACE = {
-    "build": ("BUILD_PREREQS", "NO_DEPS", "is_current", "read_stamp"),
-    "cuda_toolkit": ("CUOBJDUMP",),
-    "mmcv_wheel": ("SDIST", "ensure_mmcv_wheel", "probe", "sdist"),
-    "mmdet3d_wheel": ("ensure_mmdet3d_wheel",),
-    "node_torch": (
-        "NODE_TORCH",
-        "node_requirements",
-        "normalise",
-        "requirement_name",
-        "with_dali",
-        "without_node_torch",
-    ),
-    "paths": ("ENV_DIR", "LOG_FILE", "ROOT", "env_python", "store_wheel", "wheel_cache"),
-    "runlog": ("BuildLog",),
-}
-_EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-_RENAMED = {"build_env": ("build", "build")}  # a name the face gives to `build.build`, which the module hides
-__all__ = sorted([*_EXPORTS, *_RENAMED, "EnvBuildError"])
+# the face (stdlib only and cheap: imported at once, after EnvBuildError, which the modules import)
+from .build import BUILD_PREREQS, NO_DEPS, is_current, read_stamp  # noqa: E402
+from .build import build as build_env  # noqa: E402  (the module `build` stays the submodule)
+from .cuda_toolkit import CUOBJDUMP  # noqa: E402
+from .mmcv_wheel import SDIST, ensure_mmcv_wheel, probe, sdist  # noqa: E402
+from .mmdet3d_wheel import ensure_mmdet3d_wheel  # noqa: E402
+from .node_torch import (  # noqa: E402
+    NODE_TORCH,
+    node_requirements,
+    normalise,
+    requirement_name,
+    with_dali,
+    without_node_torch,
+)
+from .paths import ENV_DIR, LOG_FILE, ROOT, env_python, store_wheel, wheel_cache  # noqa: E402
+from .runlog import BuildLog  # noqa: E402
 
-
-def __getattr__(name: str) -> Any:
-    """A name of the face, imported from its module on first use (PEP 562)."""
-    module, attr = _RENAMED.get(name) or (_EXPORTS.get(name), name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+__all__ = [
+    "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "ROOT", "SDIST", "BuildLog",
+    "EnvBuildError", "build_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python", "is_current",
+    "node_requirements", "normalise", "probe", "read_stamp", "requirement_name", "sdist", "store_wheel",
+    "wheel_cache", "with_dali", "without_node_torch",
+]  # fmt: skip

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpukit import cpu_seconds
 from interpreter import supported_on_host
 
 from .kit_sources import ROOT
@@ -111,12 +111,6 @@ class RehearsalError(Exception):
     """A step of the rehearsal failed; the message names it and where its output is."""
 
 
-def cpu_seconds() -> float:
-    """CPU seconds of this process and the commands it waited for (a background run counts its own)."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def timed(rows: list[dict], what: str, fn, *args):
     """``fn(*args)``, its seconds and CPU-seconds appended to ``rows``; its result."""
     print(f"node_rehearsal: {what}", flush=True)
@@ -153,16 +147,8 @@ def ensure_standin(python: str) -> Path:
     if vpy.exists() and stamp.exists() and stamp.read_text() == want:
         print(f"      {STANDIN} is current")
         return vpy
-    pip = [
-        str(vpy),
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "-q",
-        "-r",
-        str(STANDIN_REQUIREMENTS),
-    ]
+    req = str(STANDIN_REQUIREMENTS)
+    pip = [str(vpy), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", req]
     for cmd in ([python, "-m", "venv", "--clear", str(STANDIN)], pip):
         if subprocess.run(cmd).returncode != 0:
             raise RehearsalError(f"the node's venv {STANDIN}: `{' '.join(cmd)}` failed (output above)")
