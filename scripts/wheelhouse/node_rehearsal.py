@@ -292,6 +292,13 @@ def report(host: list[dict], call_rows: list[dict], steps: dict, plan: dict, fac
     return "\n".join(lines) + "\n"
 
 
+def keep_logs(sk: Path, logs: Path) -> None:
+    """The node's logs (the background runs' and every step's) into ``logs``."""
+    logs.mkdir(exist_ok=True)
+    for log in [*sk.glob("*.log"), *(sk / "work" / "logs").glob("*.log")]:
+        shutil.copy2(log, logs / (log.name if log.parent == sk else f"step-{log.name}"))
+
+
 def make_kit(made: Path, with_toolkit: bool, log: Path) -> dict:
     """The stack kit as docs/gpu.md makes it for the lent node (``--kit-toolkit`` where this host has no
     nvcc of the node's release); its manifest."""
@@ -310,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="wheelhouse.node_rehearsal", description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", help=f"a CPython {NODE['python']} (default: one this host offers)")
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "node-rehearsal", help="(out/node-rehearsal)")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the kit and the node's folder (~4 GB) after a pass too"
+    )
     args = ap.parse_args(argv)
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)  # a rehearsal starts from nothing but the stand-in venv
@@ -341,7 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         plan = budget(steps, sequence, units)
     except RehearsalError as exc:
         print(f"node_rehearsal FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)
+        print(f"node_rehearsal: the kit and the node's folder are kept for a look: {made}, {node}")
         return 1
+    keep_logs(home / "sk", out / "logs")
+    if not args.keep:  # the logs and results tell the run; the kit and the node's env are ~4 GB
+        shutil.rmtree(made)
+        shutil.rmtree(node)
     table = report(rows[:2], call_rows, steps, plan, facts)
     (out / "rehearsal.md").write_text(table)
     facts_json = {
@@ -354,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     (out / "rehearsal.json").write_text(json.dumps(facts_json, indent=1) + "\n")
     print(table)
-    print(f"node_rehearsal PASSED in {time.monotonic() - t0:.0f} s; {out / 'rehearsal.md'}, rehearsal.json")
+    print(
+        f"node_rehearsal PASSED in {time.monotonic() - t0:.0f} s; {out}: rehearsal.md, rehearsal.json, logs/"
+    )
     return 0
 
 
