@@ -15,7 +15,7 @@ class EnvBuildError(Exception):
 # the face (stdlib only and cheap: imported at once, after EnvBuildError, which the modules import)
 from .build import BUILD_PREREQS, NO_DEPS, is_current, read_stamp  # noqa: E402
 from .build import build as build_env  # noqa: E402  (the module `build` stays the submodule)
-from .cuda_toolkit import CUOBJDUMP  # noqa: E402
+from .cuda_toolkit import CUOBJDUMP, system_toolkit  # noqa: E402
 from .mmcv_wheel import SDIST, ensure_mmcv_wheel, probe, sdist  # noqa: E402
 from .mmdet3d_wheel import ensure_mmdet3d_wheel  # noqa: E402
 from .node_torch import (  # noqa: E402
@@ -26,12 +26,13 @@ from .node_torch import (  # noqa: E402
     with_dali,
     without_node_torch,
 )
+from .op_set import kept_units  # noqa: E402
 from .paths import ENV_DIR, LOG_FILE, ROOT, env_python, store_wheel, wheel_cache  # noqa: E402
 from .runlog import BuildLog  # noqa: E402
 
 __all__ = [
     "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "ROOT", "SDIST", "BuildLog",
     "EnvBuildError", "build_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python", "is_current",
-    "node_requirements", "normalise", "probe", "read_stamp", "requirement_name", "sdist", "store_wheel",
-    "wheel_cache", "with_dali", "without_node_torch",
+    "kept_units", "node_requirements", "normalise", "probe", "read_stamp", "requirement_name", "sdist",
+    "store_wheel", "system_toolkit", "wheel_cache", "with_dali", "without_node_torch",
 ]  # fmt: skip

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,8 +29,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpukit import cpu_seconds
+from gpukit import clean_pip_env, cpu_seconds
 from interpreter import supported_on_host
+from upstream_env import kept_units, system_toolkit
 
 from .kit_sources import ROOT
 from .requirement_locks import read_lock
@@ -95,15 +95,12 @@ def calls(manifest: dict, extra: str = "", last: str = "") -> list[Call]:
     return [*out, Call((), final)]
 
 
-# Run in the env the rehearsal built: where torch and numpy come from, mmcv's ops and their build
+# Run in the env the rehearsal built: where its torch and numpy come from (upstream_env.cuda_check
+# checks mmcv's CUDA build)
 ENV_FACTS = """
-import json, numpy, torch, mmcv
-from mmcv.ops import get_compiling_cuda_version
-from mmcv.utils import ext_loader
-ext = ext_loader.load_ext("_ext", ["sigmoid_focal_loss_forward", "ms_deform_attn_forward"])
+import json, numpy, torch
 print(json.dumps({"torch": torch.__version__, "torch_file": torch.__file__, "numpy": numpy.__version__,
-                  "numpy_file": numpy.__file__, "ops_cuda": get_compiling_cuda_version(),
-                  "ext": ext.__file__}))
+                  "numpy_file": numpy.__file__}))
 """
 
 
@@ -156,24 +153,15 @@ def ensure_standin(python: str) -> Path:
     return vpy
 
 
-def host_nvcc_release() -> str | None:
-    """The release of the nvcc on PATH (``13.0``), or None where there is none."""
-    nvcc = shutil.which("nvcc")
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if nvcc else ""
-    found = re.search(r"release (\d+\.\d+)", out)
-    return found.group(1) if found else None
-
-
 def node_environment(standin: Path, home: Path, results: Path) -> dict[str, str]:
     """The lent machine's shell, as far as a CPU host can give it: the stand-in's python3 first on
     PATH, its own HOME and $OUT, no PIP_* settings or pip config, the index disabled, no network."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env = clean_pip_env(dict(os.environ))  # the kit's own rule: no PIP_* or pip config, no index
     for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
         env.pop(name, None)
     proxies = {k: UNREACHABLE for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     path = os.pathsep.join([str(standin.parent), env.get("PATH", "")])
-    return {**env, **proxies, "PATH": path, "HOME": str(home), "OUT": str(results),
-            "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull}  # fmt: skip
+    return {**env, **proxies, "PATH": path, "HOME": str(home), "OUT": str(results)}
 
 
 def run_calls(sequence: list[Call], made: Path, node: Path, env: dict[str, str], log: Path) -> list[dict]:
@@ -197,41 +185,36 @@ def run_calls(sequence: list[Call], made: Path, node: Path, env: dict[str, str],
     return rows
 
 
-def check_the_build(work: Path, standin: Path, kit_numpy: str) -> list[str]:
-    """What the GPU could not show here and the rehearsal can: the mmcv step compiled the CUDA op set
-    for the node's arch with an nvcc of its CUDA release, checked by cuobjdump, and the env the env
-    step built runs the stand-in's torch with those ops and the kit's numpy. One line per fact."""
-    mmcv_log = (work / "logs" / "mmcv.log").read_text(errors="replace")
-    sm = "sm_" + NODE["cuda_arch"].replace(".", "")
-    wanted = {
-        "CUDA ops": "mmcv ops: CUDA",
-        f"nvcc of CUDA {NODE['cuda']}": f"CUDA {NODE['cuda']}, V",
-        f"arch {NODE['cuda_arch']}": f"arches {NODE['cuda_arch']}",
-        "C++17": "c++17",
-        f"cuobjdump: {sm} alone": f"checked: cubins {sm};",
-    }
-    missing = [name for name, text in wanted.items() if text not in mmcv_log]
-    if missing:
-        raise RehearsalError(
-            f"the mmcv step's log lacks: {', '.join(missing)} ({work / 'logs' / 'mmcv.log'})"
-        )
-    env_python = work / "src" / ".nox" / "_env" / "upstream" / "bin" / "python"
-    proc = subprocess.run([str(env_python), "-c", ENV_FACTS], capture_output=True, text=True)
+def check_the_build(work: Path, standin: Path, kit_numpy: str, node_env: dict[str, str]) -> list[str]:
+    """What the rehearsal can show of the build the node will make: ``upstream_env.cuda_check`` in the
+    env (a cubin for the node's arch alone, compiled for its CUDA release, the CUDA op set, a left-out
+    op refused), that env on the stand-in's torch, and the kit's numpy over the node's. A line a fact."""
+    src = work / "src"
+    env_python = src / ".nox" / "_env" / "upstream" / "bin" / "python"
+    env = {**node_env, "PYTHONPATH": str(src / "scripts"), "STREAMPETR_DALI_CACHE": str(work / "cache")}
+    proc = subprocess.run(
+        [str(env_python), "-m", "upstream_env.cuda_check"], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
-        raise RehearsalError(f"the env's mmcv ops do not load:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RehearsalError(f"upstream_env.cuda_check in the env:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    ops = json.loads(proc.stdout)
+    sm = "sm_" + NODE["cuda_arch"].replace(".", "")
+    out = subprocess.run(
+        [str(env_python), "-c", ENV_FACTS], capture_output=True, text=True, check=True
+    ).stdout
+    facts = json.loads(out.strip().splitlines()[-1])
     problems = []
+    if ops["cubins"] != [sm] or ops["compiling_cuda"] != NODE["cuda"]:
+        problems.append(f"mmcv's ops: cubins {ops['cubins']}, CUDA {ops['compiling_cuda']}")
     if not Path(facts["torch_file"]).resolve().is_relative_to(standin.parents[1].resolve()):
         problems.append(f"torch comes from {facts['torch_file']}, not the stand-in's venv")
-    if facts["ops_cuda"] != NODE["cuda"]:
-        problems.append(f"mmcv's ops were compiled for CUDA {facts['ops_cuda']}")
     if facts["numpy"] != kit_numpy or not Path(facts["numpy_file"]).is_relative_to(work):
         problems.append(f"numpy {facts['numpy']} from {facts['numpy_file']}, not the kit's {kit_numpy}")
     if problems:
         raise RehearsalError("the env: " + "; ".join(problems))
     return [
-        f"mmcv-full: CUDA {facts['ops_cuda']} ops for {sm} (cuobjdump), sigmoid_focal_loss_forward and "
-        f"ms_deform_attn_forward in {Path(facts['ext']).name}",
+        f"mmcv-full: CUDA {ops['compiling_cuda']} ops, cubins {', '.join(ops['cubins'])} (cuobjdump), "
+        f"the CUDA set {', '.join(ops['op_set'])}; {ops.get('left_out_op', 'a left-out op')} refused",
         f"torch {facts['torch']} of the stand-in; numpy {facts['numpy']} (the kit's) over the node's",
     ]
 
@@ -331,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         python = find_python(args.python)
         standin = timed(rows, "the node's venv (stand-in)", ensure_standin, python)
-        release = host_nvcc_release()
+        toolkit = system_toolkit()  # as the env builder finds it: $CUDA_HOME, else PATH
+        release = toolkit.release if toolkit else None
         with_toolkit = release != NODE["cuda"]
         print(f"node_rehearsal: nvcc: {'the kit carries the toolkit' if with_toolkit else 'the host'}'s, "
               f"release {release or 'none'} here")  # fmt: skip
@@ -345,10 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         steps = summary["steps"]
         work = home / "sk" / "work"
         kit_numpy = read_lock(next((work / "wheelhouse" / "locks").glob("gpu-stack-cp*.txt")))["numpy"][0]
-        facts = check_the_build(work, standin, kit_numpy)
-        counted = re.search(r"op set: (\d+) units", (work / "logs" / "mmcv.log").read_text())
-        units = int(counted.group(1)) if counted else NODE["cores"]
-        plan = budget(steps, sequence, units)
+        facts = check_the_build(work, standin, kit_numpy, env)
+        plan = budget(steps, sequence, len(kept_units(cuda=True)))
     except RehearsalError as exc:
         print(f"node_rehearsal FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)
         print(f"node_rehearsal: the kit and the node's folder are kept for a look: {made}, {node}")
