@@ -3,7 +3,8 @@
 
 - training: ``use_dali_pipeline=True`` gives ``build_dali_loader(cfg, 'train')`` instead of the
   training dataset (the config read once, the distributed arguments from it);
-- test: the ``--validate`` hook's loader of ``data.test`` (``dali_streampetr.runner.build_val_loader``):
+- test: ``tools/test.py``'s loader of ``data.test``, built as the ``--validate`` hook's of ``data.val``
+  (``dali_streampetr.runner.build_val_loader``):
   with ``use_dali_test_pipeline`` (default: ``use_dali_pipeline``) the DALI test loader over
   upstream's test dataset, which only rank 0, which evaluates, builds (the other ranks' loaders
   count the frames of the frame store); without it upstream's DataLoader, its sampler split by
@@ -47,7 +48,7 @@ def test_set_and_loader(cfg: Any, distributed: bool, samples_per_gpu: int) -> tu
     dataset = build_dataset(cfg.data.test) if not use_dali_test or get_dist_info()[0] == 0 else None
     if use_dali_test:
         _overlay_root_on_path()
-    from dali_streampetr.runner import build_val_loader  # the --validate hook's, of data.test
+    from dali_streampetr.runner import build_val_loader  # the --validate hook's builder, split test
 
     data_loader = build_val_loader(cfg, dataset, distributed, samples_per_gpu, split="test")
     return data_loader.dataset, data_loader

@@ -80,11 +80,11 @@ def candidates(path: str | None = None, pyenv_root: Path | None = None) -> list[
     """Interpreters this host offers, newest supported minor first: `python3.X` on PATH, then
     pyenv's versions, then what uv finds (`uv python find`)."""
     found: list[Path] = []
+    root = pyenv_root or Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     for minor in sorted(SUPPORTED, reverse=True):
         exe = shutil.which(f"python{minor[0]}.{minor[1]}", path=path)
-        if exe:
+        if exe and not Path(exe).is_relative_to(root / "shims"):  # pyenv's versions below are those
             found.append(Path(exe))
-    root = pyenv_root or Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     pyenv = sorted((root / "versions").glob("*/bin/python3"), key=_folder_version, reverse=True)
     # a folder named for an unsupported minor is not started; one not named for a version is
     found += [p for p in pyenv if _folder_version(p)[:2] in (*SUPPORTED, ())]
@@ -156,11 +156,13 @@ def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePy
     """minor -> the newest micro of each supported minor this host offers (the running Python and
     `candidates()`), e.g. {"3.11": ..., "3.13": ...}."""
     best: dict[str, BasePython] = {}
-    unique: dict[Path, Path] = {}  # one probe per interpreter, however many names it has
-    for python in [Path(sys.executable), *(candidates() if offered is None else offered)]:
+    here = Path(sys.executable)
+    unique: dict[Path, Path] = {here.resolve(): here}  # one probe per interpreter, whatever its names
+    for python in candidates() if offered is None else offered:
         unique.setdefault(python.resolve(), python)
+    running = tuple(sys.version_info[:3]) if sys.implementation.name == "cpython" else None
     for python in unique.values():
-        version = _version_of(python)
+        version = running if python is here else _version_of(python)  # the running one: no probe
         if version and version[:2] in SUPPORTED:
             found = BasePython(str(python), version)
             if found.minor not in best or version > best[found.minor].version:

@@ -1,6 +1,6 @@
 """Build the shared OpenMMLab "upstream" environment (`nox -s upstream_env`).
 
-Stdlib only. The env lives at `.nox/_env/upstream`; source-built wheels (mmcv-full with compiled
+No third-party imports. The env lives at `.nox/_env/upstream`; source-built wheels (mmcv-full with compiled
 ops, mmdet3d from the pinned source) are cached per user under `<cache>/wheels`, so a rebuilt env
 or a CI run never compiles twice. `python -m upstream_env build --help` lists the options.
 """
@@ -12,7 +12,7 @@ class EnvBuildError(Exception):
     """A user-facing failure: the message says which step failed and where the full log is."""
 
 
-# the face (stdlib only and cheap: imported at once, after EnvBuildError, which the modules import)
+# the face (no third-party imports, cheap: imported at once, after EnvBuildError, which the modules import)
 from .build import BUILD_PREREQS, NO_DEPS, is_current, read_stamp  # noqa: E402
 from .build import build as build_env  # noqa: E402  (the module `build` stays the submodule)
 from .cuda_toolkit import CUOBJDUMP, system_toolkit  # noqa: E402

@@ -1,6 +1,6 @@
 """A wheelhouse for offline installs (``nox -s wheelhouse``; docs/offline.md).
 
-Stdlib only. One folder holds every wheel the hermetic and the OpenMMLab env install (the
+No third-party imports. One folder holds every wheel the hermetic and the OpenMMLab env install (the
 mmcv-full and mmdet3d wheels this project builds included, and the mmcv-full sdist), a
 hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, scripts/gpukit).
 
@@ -26,7 +26,7 @@ class WheelhouseError(Exception):
     """A user-facing failure naming the file, package or step."""
 
 
-# the face (stdlib only and cheap: imported at once): what other packages and the noxfile take
+# the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take
 from .offline import activate  # noqa: E402  (after WheelhouseError, which offline.py imports)
 
 __all__ = ["WheelhouseError", "activate"]

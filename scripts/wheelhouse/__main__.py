@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import WheelhouseError
-from .collect import ROOT, collect_env, collect_nodeps, collect_nox, collect_upstream
+from .collect import ROOT, collect_env, collect_nox, collect_upstream
 from .requirement_locks import write_sums
 
 PARTS = ("hermetic", "upstream", "nox", "kit", "stack-kit")
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 elif env == "nox":
                     entries = collect_nox(python, out)
                 else:  # hermetic: its requirements, then nuscenes-devkit without its pins
-                    entries = collect_env(python, out, env) + collect_nodeps(python, out, env)
+                    entries = collect_env(python, out, env) + collect_env(python, out, env, no_deps=True)
                 took = time.monotonic() - started
                 print(f"{env}: {len(entries)} packages locked ({took:.0f} s)", flush=True)
         if "kit" in args.only:

@@ -26,29 +26,21 @@ def header(env: str, requirements: str) -> str:
     )
 
 
-def collect_env(python: str, out: Path, name: str, links: Path | None = None) -> list[Locked]:
+def collect_env(
+    python: str, out: Path, name: str, links: Path | None = None, *, no_deps: bool = False
+) -> list[Locked]:
     """Wheels of ``requirements/<name>.txt`` under ``constraints/<name>.txt`` (sdist-only ones
-    built to wheels; mmcv-full only as the wheel in ``links``), then its lock ``locks/<name>.txt``."""
-    req, con = ROOT / "requirements" / f"{name}.txt", ROOT / "constraints" / f"{name}.txt"
-    binary = ["--only-binary", "mmcv-full"]
-    fetch = ["wheel", "-q", "-w", out, *binary, *(["--find-links", links] if links else [])]
-    run_pip(python, [*fetch, "-c", con, "-r", req], f"collecting the {name} wheels")
-    entries = resolve(python, out, [*binary, "-c", con, "-r", req], f"resolving {name} from {out}")
+    built to wheels; mmcv-full only as the wheel in ``links``), then its lock ``locks/<name>.txt``.
+    ``no_deps``: ``requirements/<name>-nodeps.txt`` instead (installed with ``--no-deps``: their own
+    pins would conflict, nuscenes-devkit's numpy<2), locked in ``locks/<name>-nodeps.txt``."""
+    stem = f"{name}-nodeps" if no_deps else name
+    req, con = ROOT / "requirements" / f"{stem}.txt", ROOT / "constraints" / f"{name}.txt"
+    flags = ["--only-binary", "mmcv-full", *(["--no-deps"] if no_deps else [])]
+    fetch = ["wheel", "-q", "-w", out, *flags, *(["--find-links", links] if links else [])]
+    run_pip(python, [*fetch, "-c", con, "-r", req], f"collecting the {stem} wheels")
+    entries = resolve(python, out, [*flags, "-c", con, "-r", req], f"resolving {stem} from {out}")
     check_pins(entries, read_pins(con), f"constraints/{name}.txt")
-    write_lock(out / "locks" / f"{name}.txt", entries, out, header(name, f"requirements/{name}.txt"))
-    return entries
-
-
-def collect_nodeps(python: str, out: Path, name: str) -> list[Locked]:
-    """Wheels of ``requirements/<name>-nodeps.txt`` (installed with ``--no-deps``: their own pins
-    would conflict, nuscenes-devkit's numpy<2) under ``constraints/<name>.txt``, and their lock
-    ``locks/<name>-nodeps.txt``."""
-    req, con = ROOT / "requirements" / f"{name}-nodeps.txt", ROOT / "constraints" / f"{name}.txt"
-    run_pip(python, ["wheel", "-q", "--no-deps", "-w", out, "-c", con, "-r", req], f"collecting {req.name}")
-    entries = resolve(python, out, ["--no-deps", "-c", con, "-r", req], f"resolving {req.name} from {out}")
-    check_pins(entries, read_pins(con), f"constraints/{name}.txt")
-    lock = out / "locks" / f"{name}-nodeps.txt"
-    write_lock(lock, entries, out, header(f"{name} (--no-deps part)", f"requirements/{name}-nodeps.txt"))
+    write_lock(out / "locks" / f"{stem}.txt", entries, out, header(stem, f"requirements/{stem}.txt"))
     return entries
 
 

@@ -72,7 +72,8 @@ def test_pyenv_folders_of_unsupported_minors_are_not_started(
     for old in ("2.7.18", "3.9.1", "3.14.0"):
         fake_python(tmp_path / "pyenv" / "versions" / old / "bin", "python3", old, runs=runs)
     kept = fake_python(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin", "python3", "3.12.1")
-    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    fake_python(tmp_path / "pyenv" / "shims", "python3.12", "3.12.1", runs=runs)  # pyenv's versions are
+    monkeypatch.setenv("PATH", str(tmp_path / "pyenv" / "shims"))  # found below: its shims are not run
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
     supported_on_host()
     assert not runs.exists(), runs.read_text()

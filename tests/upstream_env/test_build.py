@@ -23,15 +23,6 @@ INFO = {
 }
 
 
-# mmcv-full 1.6.0's get_version(), which the build edits for Python 3.13 (upstream_env/setup_py.py)
-GET_VERSION = b"""
-def get_version():
-    with open(version_file, encoding='utf-8') as f:
-        exec(compile(f.read(), version_file, 'exec'))
-    return locals()['__version__']
-"""
-
-
 def test_first_error_prefers_the_compiler_diagnostic_over_pips_summary() -> None:
     lines = [
         "WARNING: Location 'file:///x' is ignored\n",
@@ -133,19 +124,14 @@ def test_mmcv_wheel_is_built_once_from_the_patched_sdist_then_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import hashlib
-    import io
-    import tarfile
 
+    from tiny_wheels import tiny_mmcv_sdist
     from upstream_env import mmcv_wheel
 
     monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path))
     sdist = tmp_path / "wheels" / "sdist" / mmcv_wheel.SDIST
     sdist.parent.mkdir(parents=True)
-    with tarfile.open(sdist, "w:gz") as tar:
-        data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n" + GET_VERSION
-        member = tarfile.TarInfo(f"mmcv-full-{mmcv_wheel.VERSION}/setup.py")
-        member.size = len(data)
-        tar.addfile(member, io.BytesIO(data))
+    tiny_mmcv_sdist(sdist, mmcv_wheel.VERSION)
     monkeypatch.setattr(mmcv_wheel, "SDIST_SHA256", hashlib.sha256(sdist.read_bytes()).hexdigest())
     monkeypatch.setattr(mmcv_wheel, "probe", lambda python: INFO)
     log = FakeLog()

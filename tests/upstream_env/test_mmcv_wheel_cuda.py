@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from build_recorder import record_builds
+from tiny_wheels import tiny_mmcv_sdist
 from upstream_env import EnvBuildError, cuda_toolkit, mmcv_wheel, node_torch, op_set
 from upstream_env import __main__ as cli
 from upstream_env.build import STAMP, Choices, read_stamp
@@ -22,15 +23,6 @@ from upstream_env.node_torch import node_requirements, torchvision_for, without_
 
 GPU = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": True}
 HEADERS = cuda_toolkit.LIBRARY_HEADERS
-
-
-# mmcv-full 1.6.0's get_version(), which the build edits for Python 3.13 (upstream_env/setup_py.py)
-GET_VERSION = b"""
-def get_version():
-    with open(version_file, encoding='utf-8') as f:
-        exec(compile(f.read(), version_file, 'exec'))
-    return locals()['__version__']
-"""
 
 
 def _nvcc(folder: Path, release: str = "13.0") -> Path:
@@ -124,17 +116,8 @@ def test_auto_on_a_gpu_visible_torch_builds_the_cuda_set_with_the_index_nvcc(
 
 
 def _tiny_sdist(tmp_path: Path) -> Path:
-    import io
-    import tarfile
-
     sdist = tmp_path / mmcv_wheel.SDIST
-    if not sdist.exists():
-        with tarfile.open(sdist, "w:gz") as tar:
-            data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n" + GET_VERSION
-            member = tarfile.TarInfo(f"mmcv-full-{mmcv_wheel.VERSION}/setup.py")
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
-    return sdist
+    return sdist if sdist.exists() else tiny_mmcv_sdist(sdist, mmcv_wheel.VERSION)
 
 
 def test_a_cpu_torch_keeps_cpu_ops_and_an_explicit_choice_wins() -> None:

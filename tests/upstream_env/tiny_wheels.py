@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -46,3 +48,23 @@ def tiny_mmcv(folder: Path, build: str) -> bytes:
 
 def tiny_mmdet3d(folder: Path) -> Path:
     return make_wheel(folder, "mmdet3d", "1.0.0rc6", {"mmdet3d/__init__.py": b"__version__ = '1.0.0rc6'\n"})
+
+
+# mmcv-full 1.6.0's get_version(), which the build edits for Python 3.13 (upstream_env/setup_py.py)
+GET_VERSION = b"""
+def get_version():
+    with open(version_file, encoding='utf-8') as f:
+        exec(compile(f.read(), version_file, 'exec'))
+    return locals()['__version__']
+"""
+
+
+def tiny_mmcv_sdist(sdist: Path, version: str) -> Path:
+    """`sdist`: an mmcv-full `version` sdist whose setup.py holds only what the build edits (its C++
+    standard and get_version)."""
+    data = b"extra_compile_args = {'cxx': ['-std=c++14']}\n" + GET_VERSION
+    with tarfile.open(sdist, "w:gz") as tar:
+        member = tarfile.TarInfo(f"mmcv-full-{version}/setup.py")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    return sdist

@@ -26,7 +26,7 @@ NO_NETWORK = {"PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull, "HTTP_PROXY": 
               "HTTPS_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
               "https_proxy": "http://127.0.0.1:9"}  # fmt: skip
 SHM_NEEDS = 8 * 2**30  # free bytes: the hermetic env is about 2.4 GB
-FREEZE_OMITS = {"pip", "setuptools", "wheel"}  # pip freeze leaves them out of constraints/*.txt
+FREEZE_OMITS = {"pip"}  # pip freeze leaves it out of constraints/*.txt (setuptools and wheel are pinned)
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
