@@ -61,6 +61,11 @@ def has_commit(repo: Path, commit: str) -> bool:
     return git("cat-file", "-e", f"{commit}^{{commit}}", cwd=repo, check=False).returncode == 0
 
 
+def tree_files(repo: Path, rev: str = "HEAD") -> set[str]:
+    """The files of `repo`'s tree at `rev`."""
+    return {p for p in git("ls-tree", "-r", "--name-only", "-z", rev, cwd=repo).stdout.split("\0") if p}
+
+
 def blob_sha(data: bytes) -> str:
     """The git blob id of `data` (what `git hash-object` prints)."""
     import hashlib

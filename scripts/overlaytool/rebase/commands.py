@@ -12,7 +12,7 @@ from ..checkout.gitdir import checkout_lock
 from ..checkout.overlap import refuse_overlaps
 from ..faults import kill_point
 from ..fetch import drop_keep_ref
-from ..gitcmd import git, git_out
+from ..gitcmd import git, git_out, tree_files
 from ..patchfile import parse_patch
 from ..series import load_series
 from ..targets import Target
@@ -211,7 +211,7 @@ def _skip_warnings(target: Target, state: RebaseState, tip: str) -> list[str]:
     those changes too (a fork deleting one file of a multi-file patch). None for a patch skipped after
     its resolution changed nothing (the target's files already were as resolved: the advice to skip
     was the tool's); `--drop-file` is named only where a file was missing at the target."""
-    tree = set(git("ls-tree", "-r", "--name-only", "-z", tip, cwd=target.checkout).stdout.split("\0"))
+    tree = tree_files(target.checkout, tip)
     out = []
     for name in state.patches:
         why = state.skips.get(name, MISSING)  # a state of the older version: as it warned before

@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import OverlayError
 from ..checkout.clone import leave_outside
 from ..export.edit import series_commits
-from ..gitcmd import git, git_out
+from ..gitcmd import git, git_out, tree_files
 from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..pins import Pin
@@ -26,7 +26,7 @@ from ..series import load_series
 from ..targets import Target
 from ..tree.files import put
 from .finish import check, stage
-from .references import OVERLAY_REFERENCE, tree_files, unchecked_references, unresolved_references
+from .references import OVERLAY_REFERENCE, unchecked_references, unresolved_references
 from .replay import CONFLICT, MISSING, renames, replay
 from .state import RebaseState, Stop
 

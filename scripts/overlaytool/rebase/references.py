@@ -23,18 +23,13 @@ import re
 from pathlib import Path
 
 from ..cache import mirror_path
-from ..gitcmd import git, has_commit
+from ..gitcmd import git, has_commit, tree_files
 from ..overlay import overlay_files, place
 from ..targets import Target, load_targets
 from ..tree.code_root import code_root_in
 
 OVERLAY_REFERENCE = "overlay-reference"
 QUOTED = re.compile(r"""["']([\w./-]+\.\w+)["']""")
-
-
-def tree_files(repo: Path, rev: str = "HEAD") -> set[str]:
-    """The files of `repo`'s tree at `rev`."""
-    return {p for p in git("ls-tree", "-r", "--name-only", "-z", rev, cwd=repo).stdout.split("\0") if p}
 
 
 def unresolved_references(

@@ -62,7 +62,7 @@ class RebaseState:
     shared: dict[str, list[str]] = field(default_factory=dict)
     dropped: dict[str, list[str]] = field(default_factory=dict)  # patch → files --drop-file dropped
     unchanged: list[str] = field(default_factory=list)  # patches whose resolution changed nothing
-    skips: dict[str, str] = field(default_factory=dict)  # patch → why --skip dropped it (see SKIP_WHY)
+    skips: dict[str, str] = field(default_factory=dict)  # patch → why --skip dropped it (see UNCHANGED)
 
     @property
     def stopped_patch(self) -> str:

@@ -31,13 +31,9 @@ def require_applied(target: Target) -> None:
         raise OverlayError(f"{checkout} is not an applied {target.label} checkout; run `nox -s apply`")
 
 
-def _looked_at(target: Target) -> list[str]:
+def _looked_at(moves: tuple[tuple[str, str], ...]) -> list[str]:
     """Where the plugin is looked for first: where `overlay_moves` put the overlay's `projects/`, then
     the root (folders relative to the checkout)."""
-    return _first_looked_at(target.overlay_moves)
-
-
-def _first_looked_at(moves: tuple[tuple[str, str], ...]) -> list[str]:
     moved = posixpath.dirname(posixpath.dirname(place(f"{PLUGIN}/__init__.py", moves)))
     return [moved, ""] if moved else [""]
 
@@ -47,9 +43,14 @@ def code_root_in(files: set[str], moves: tuple[tuple[str, str], ...]) -> str:
     folder, relative to the checkout ("" for the root), that holds `projects/mmdet3d_plugin` where
     `moves` put `projects/`, else at the root, else the shallowest such folder; the root when the
     tree has no plugin at all."""
-    for rel in _first_looked_at(moves):
+    for rel in _looked_at(moves):
         if posixpath.join(rel, PLUGIN, "__init__.py") in files:
             return rel
+    return _shallowest_plugin(files)
+
+
+def _shallowest_plugin(files: set[str] | list[str]) -> str:
+    """The shallowest folder below the root of the tree `files` that holds the plugin; "" if none."""
     suffix = f"/{PLUGIN}/__init__.py"
     found = sorted((p[: -len(suffix)] for p in files if p.endswith(suffix)), key=lambda p: (p.count("/"), p))
     return found[0] if found else ""
@@ -60,17 +61,13 @@ def code_root(target: Target) -> Path:
     `sys.path`); an applied checkout without it is an error naming where it looked."""
     require_applied(target)
     checkout = target.checkout
-    looked = _looked_at(target)
+    looked = _looked_at(target.overlay_moves)
     for rel in looked:
         if (checkout / rel / PLUGIN).is_dir():
             return checkout / rel if rel else checkout
-    listing = git("ls-files", "-z", cwd=checkout).stdout.split("\0")
-    suffix = f"/{PLUGIN}/__init__.py"
-    found = sorted(
-        (p[: -len(suffix)] for p in listing if p.endswith(suffix)), key=lambda p: (p.count("/"), p)
-    )
+    found = _shallowest_plugin(git("ls-files", "-z", cwd=checkout).stdout.split("\0"))
     if found:
-        return checkout / found[0]
+        return checkout / found
     where = ", ".join(f"{posixpath.join(r, PLUGIN) if r else PLUGIN}/" for r in looked)
     raise OverlayError(
         f"{checkout} is applied, but holds no {PLUGIN} (looked at {where} and every folder of its tree): "
@@ -92,7 +89,7 @@ def streampetr_code_root(root: Path = REPO_ROOT) -> Path:
     that holds both where :func:`code_root` looks first is taken without asking git: the GPU stack
     kit carries the applied tree without `.git` (checked against its digests instead)."""
     target = load_targets(root)[0]
-    for rel in _looked_at(target):  # also an applied tree without git: the GPU stack kit's (digests)
+    for rel in _looked_at(target.overlay_moves):  # also an applied tree without git: the stack kit's
         code = target.checkout / rel if rel else target.checkout
         if (code / PLUGIN).is_dir() and (code / "tools" / "train.py").is_file():
             return code

@@ -15,7 +15,7 @@ from ..blob import Blob
 from ..cache import mirror_path
 from ..checkout.gitdir import state_dir
 from ..diagnose import diagnose_patch
-from ..gitcmd import git, git_out
+from ..gitcmd import git, git_out, tree_files
 from ..overlay import overlay_blob
 from ..patchfile import Patch
 from ..targets import Target
@@ -66,7 +66,7 @@ def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path])
             "there. Change it in that target's series or overlay instead.\n"
             f"Nothing was changed in {checkout}."
         )
-    tracked = set(git_out("ls-tree", "-r", "--name-only", target.pin.commit, cwd=checkout).splitlines())
+    tracked = tree_files(checkout, target.pin.commit)
     result = {p: _index_blob(checkout, env, p) for p in sorted(touched)}
     for rel, path in overlay.items():
         if rel in tracked or rel in result:
