@@ -214,7 +214,7 @@ def check_the_build(work: Path, standin: Path, kit_numpy: str, node_env: dict[st
         raise RehearsalError("the env: " + "; ".join(problems))
     return [
         f"mmcv-full: CUDA {ops['compiling_cuda']} ops, cubins {', '.join(ops['cubins'])} (cuobjdump), "
-        f"the CUDA set {', '.join(ops['op_set'])}; {ops.get('left_out_op', 'a left-out op')} refused",
+        f"the CUDA set {', '.join(ops['op_set'])}; a left-out op refused ({ops.get('left_out_op')})",
         f"torch {facts['torch']} of the stand-in; numpy {facts['numpy']} (the kit's) over the node's",
     ]
 
