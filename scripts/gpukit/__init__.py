@@ -20,7 +20,7 @@ from __future__ import annotations
 
 # the face (stdlib only and cheap: imported at once): the names other packages take from it
 from .node import clean_pip_env, link_torch, probe
-from .parts import FORMAT, MANIFEST, sha256
+from .parts import FORMAT, MANIFEST, sha256, unpack
 from .runner import main
 from .stack import cpu_seconds
 from .steps import CheckError
@@ -35,4 +35,5 @@ __all__ = [
     "main",
     "probe",
     "sha256",
+    "unpack",
 ]

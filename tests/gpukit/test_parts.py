@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from gpukit.node import clean_pip_env
-from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble
+from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble, unpack
 from gpukit.steps import CheckError
 from wheelhouse.kit_folder import install_runner, split
 from wheelhouse.kit_sources import source_archive, source_files
@@ -158,3 +160,46 @@ def test_the_kits_gpu_check_py_reassembles_and_unpacks_before_the_venv(tmp_path:
     refused = ("venv: numpy comes from", "import check in the venv failed")
     assert "gpu_check FAILED" in proc.stderr and any(r in proc.stderr for r in refused), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _tar_with(tmp_path: Path, *members: tarfile.TarInfo) -> Path:
+    archive = tmp_path / "src.tar"
+    with tarfile.open(archive, "w") as tar:
+        good = tarfile.TarInfo("pkg/setup.py")
+        good.size = 3
+        tar.addfile(good, io.BytesIO(b"x=1"))
+        for member in members:
+            tar.addfile(member, io.BytesIO(b"") if member.isfile() else None)
+    return archive
+
+
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname = kind, target
+    return member
+
+
+@pytest.mark.parametrize("filtered", [True, False], ids=["data filter", "python before 3.11.4"])
+def test_unpack_extracts_sources_and_refuses_members_out_of_the_destination(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filtered: bool
+) -> None:
+    """Upstream archives are unpacked with the "data" filter, or, on Pythons without it (Debian 12's
+    3.11.2), with the same refusals checked member by member."""
+    if not filtered:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    dest = tmp_path / "ok"
+    unpack(_tar_with(tmp_path), dest)
+    assert (dest / "pkg" / "setup.py").read_text() == "x=1"
+    escaping = [
+        tarfile.TarInfo("../evil.py"),
+        _link("pkg/out", "../../outside"),
+        _link("pkg/hard", "../outside", tarfile.LNKTYPE),
+    ]
+    for member in escaping:
+        with pytest.raises(tarfile.TarError):
+            unpack(_tar_with(tmp_path, member), tmp_path / "bad")
+        assert not (tmp_path / "evil.py").exists() and not (tmp_path / "outside").exists()
+    absolute = tarfile.TarInfo(f"{tmp_path}/abs.py")  # the filter strips the slash; the check refuses
+    with contextlib.suppress(tarfile.TarError):
+        unpack(_tar_with(tmp_path, absolute), tmp_path / "abs")
+    assert not (tmp_path / "abs.py").exists()
