@@ -20,11 +20,13 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import IO
 
 import gpukit
 from gpukit import CheckError
 
 from . import EnvBuildError, cuda_toolkit, op_set
+from .index_fetch import fetch_sdist
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog, children_cpu
 from .setup_py import read_version_in_globals
@@ -117,22 +119,38 @@ def check_cached(dest: Path, want: dict) -> None:
         )
 
 
-def sdist(python: Path, log: BuildLog) -> Path:
-    """The verified mmcv-full sdist from the cache, downloaded once (also what a stack kit carries)."""
+def sdist(python: Path, log: BuildLog | None = None) -> Path:
+    """The verified mmcv-full sdist from the cache, downloaded once as a plain file: its setup.py is
+    not run before `setup_py` edits it (also what a stack kit carries)."""
     dest = wheel_cache() / "sdist"
     path = dest / SDIST
     if not path.exists():
-        dest.mkdir(parents=True, exist_ok=True)
-        log.run(
-            [python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", dest,
-             f"mmcv-full=={VERSION}"],
-            what="downloading the mmcv-full sdist",
-        )  # fmt: skip
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if log:
+            log.say(f"      downloading {SDIST} from the package index")
+        return fetch_sdist(python, "mmcv-full", SDIST, SDIST_SHA256, dest)
+    digest = gpukit.sha256(path)
     if digest != SDIST_SHA256:
         path.unlink()
-        raise EnvBuildError(f"{SDIST}: sha256 {digest} != pinned {SDIST_SHA256}; removed it, rerun.")
+        raise EnvBuildError(f"{path}: sha256 {digest} != pinned {SDIST_SHA256}; removed it, rerun.")
     return path
+
+
+def unpack_source(archive: Path | IO[bytes], dest: Path) -> None:
+    """Extract an upstream source archive (`gpukit.unpack`); a damaged one is a named error."""
+    try:
+        gpukit.unpack(archive, dest)
+    except (OSError, tarfile.TarError) as exc:
+        raise EnvBuildError(f"unpacking {getattr(archive, 'name', archive)}: {exc}") from None
+
+
+def prepare_source(sdist: Path, dest: Path, std: str) -> Path:
+    """The sdist unpacked into `dest` with its setup.py edited (C++ standard `std`, the version read
+    on every Python): the source tree, ready for `pip wheel`."""
+    unpack_source(sdist, dest)
+    src = dest / f"mmcv-full-{VERSION}"
+    _patch_std(src / "setup.py", std)
+    read_version_in_globals(src / "setup.py")
+    return src
 
 
 def _patch_std(setup_py: Path, std: str) -> None:
@@ -211,11 +229,7 @@ def ensure_mmcv_wheel(
     source = sdist(python, log)
     started, cpu_before = time.monotonic(), children_cpu()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
-        with tarfile.open(source) as tar:
-            tar.extractall(tmp, filter="data")
-        src = Path(tmp) / f"mmcv-full-{VERSION}"
-        _patch_std(src / "setup.py", std)
-        read_version_in_globals(src / "setup.py")
+        src = prepare_source(source, Path(tmp), std)
         if reduced:
             cut = op_set.reduce_sources(src, cuda_ops)
             facts |= {"op_set": "reduced", "compiled_ops": list(cut.compiled_ops),

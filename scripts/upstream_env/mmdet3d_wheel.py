@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import subprocess
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from overlaytool import Pin, has_commit, load_pin, mirror_path
 
 from . import EnvBuildError
+from .mmcv_wheel import unpack_source
 from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog
 from .setup_py import read_version_in_globals
@@ -35,6 +35,17 @@ def source_repo(pin: Pin) -> Path:
     )
 
 
+def prepare_source(repo: Path, commit: str, dest: Path) -> Path:
+    """`git archive` of `commit` unpacked into `dest`, its setup.py edited to read its version on every
+    Python: the source tree, ready for `pip wheel`."""
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", commit], check=True, capture_output=True
+    ).stdout
+    unpack_source(io.BytesIO(archive), dest)
+    read_version_in_globals(dest / "setup.py")
+    return dest
+
+
 def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
     """The folder holding the cached mmdet3d wheel of the pinned commit, built first if missing."""
     pin = load_pin(MMDET3D_PIN)
@@ -45,14 +56,8 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
     repo = source_repo(pin)
     log.say(f"      building mmdet3d {pin.tag or pin.commit[:12]}; {eta_line('mmdet3d')}")
     started = time.monotonic()
-    archive = subprocess.run(
-        ["git", "-C", str(repo), "archive", "--format=tar", pin.commit], check=True, capture_output=True
-    ).stdout
     with tempfile.TemporaryDirectory(prefix="mmdet3d-build-") as tmp:
-        src = Path(tmp) / "src"
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(src, filter="data")
-        read_version_in_globals(src / "setup.py")
+        src = prepare_source(repo, pin.commit, Path(tmp) / "src")
         out = Path(tmp) / "dist"
         log.run(
             [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", out, src],
