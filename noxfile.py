@@ -21,11 +21,10 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from interpreter import (  # noqa: E402
-    HERMETIC_TIER,
     BasePython,
     UnsupportedPython,
     base_python,
-    supported_on_host,
+    other_pythons,
     venv_minor,
 )
 
@@ -36,18 +35,22 @@ nox.options.default_venv_backend = "none"
 ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
 UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
-# What `nox` runs of the hermetic tier on the host's other supported Pythons: the code that meets
-# the interpreter and numpy (interpreter choice, setup.py edit, shim, pickles, loader, data set), in
-# the time CI has; `nox -s pythons` runs the whole tier on each (docs/tests.md#what-ci-runs)
+# What `nox` runs on the host's other supported Pythons (the distribution's python3 too): the code
+# that meets the interpreter and numpy (interpreter choice, upstream's setup.py and archives from an
+# empty cache, shim, pickles, loader, data set), in the time CI has; `nox -s pythons` runs the whole
+# hermetic tier on each (docs/tests.md#what-ci-runs)
 OTHER_PYTHONS_TESTS = (
     "tests/interpreter",
     "tests/upstream_env/test_setup_py.py",
+    "tests/upstream_env/test_cold_cache_sources_upstream.py",
+    "tests/gpukit/test_parts.py::test_unpack_extracts_sources_and_refuses_members_out_of_the_destination",
     "tests/upstream_env/test__streampetr_numpy_compat.py",
     "tests/loader/frames",
     "tests/loader/test_checkpoint_numpy.py",
     "tests/loader/test_loader_synthetic.py",
     "tests/synthdata",
 )
+OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
 try:  # before any session downloads or compiles: a Python the stack supports, or a refusal
@@ -90,12 +93,12 @@ def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
 
 
 def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) -> str:
-    """The light env's python (`.nox/_env/hermetic`; `hermetic-3.X` for another Python `base`),
+    """The light env's python (`.nox/_env/hermetic`; `hermetic-3.X.Y` for another Python `base`),
     (re)installed only when its pin files or its Python change."""
     base = base or BASE
-    env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{base.minor}")
+    env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{'.'.join(map(str, base.version))}")
     python = env / "bin" / "python"
-    inputs = [base.minor.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
+    inputs = [base.minor.encode(), base.path.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
     digest = hashlib.sha256(b"".join(inputs)).hexdigest()
     stamp = env / ".requirements.sha256"
     if python.exists() and stamp.exists() and stamp.read_text() == digest:
@@ -216,11 +219,17 @@ def tests(session: nox.Session) -> None:
         ensure_hermetic_env(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True
     )
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no test of a tier
-    for other in supported_on_host().values():  # the README's Pythons: each one this host has
-        if other.minor != BASE.minor:
-            python = ensure_hermetic_env(session, other)
-            pytest = [python, "-m", "pytest", "-m", HERMETIC_TIER, *(session.posargs or OTHER_PYTHONS_TESTS)]
-            session.run(*pytest, external=True, success_codes=codes)
+    for other in other_pythons(BASE):  # the README's Pythons: each one this host has
+        python = ensure_hermetic_env(session, other)
+        pytest = [
+            python,
+            "-m",
+            "pytest",
+            "-m",
+            OTHER_PYTHONS_TIERS,
+            *(session.posargs or OTHER_PYTHONS_TESTS),
+        ]
+        session.run(*pytest, external=True, success_codes=codes)
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
     if missing:
         skipped = f"stack tier skipped: the upstream cache lacks {', '.join(missing)}"

@@ -2,22 +2,28 @@
 on this host (PATH, pyenv, uv), else a refusal in seconds, before any download or compile.
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
-  ``supported_on_host``, ``venv_minor``
-- :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python;
-  ``HERMETIC_TIER``, the pytest marker expression of the hermetic tier (the noxfile's too)
+  ``supported_on_host``, ``other_pythons`` (the distribution's python3 too), ``venv_minor``
+- :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
 """
 
 from __future__ import annotations
 
-from .choice import SUPPORTED, BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor
-from .matrix import HERMETIC_TIER
+from .choice import (
+    SUPPORTED,
+    BasePython,
+    UnsupportedPython,
+    base_python,
+    other_pythons,
+    supported_on_host,
+    venv_minor,
+)
 
 __all__ = [
-    "HERMETIC_TIER",
     "SUPPORTED",
     "BasePython",
     "UnsupportedPython",
     "base_python",
+    "other_pythons",
     "supported_on_host",
     "venv_minor",
 ]

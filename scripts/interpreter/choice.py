@@ -16,6 +16,7 @@ from pathlib import Path
 SUPPORTED: tuple[tuple[int, int], ...] = ((3, 11), (3, 12), (3, 13))
 TOOLING_NEEDS = (3, 11)  # the Python nox itself must run on: the tooling imports tomllib
 ASKED_VARIABLE = "STREAMPETR_PYTHON"  # an interpreter the user chose for the envs
+DISTRIBUTION = Path("/usr/bin/python3")  # the distribution's own python3 (Debian, Ubuntu, Fedora)
 _PROBE = "import sys; print(*sys.version_info[:3]); print(sys.implementation.name)"
 
 
@@ -140,7 +141,8 @@ def base_python(
         raise UnsupportedPython(
             f"{here} cannot run the sessions (the tooling needs Python {_dotted(TOOLING_NEEDS)}+); "
             f"Python {_dotted(chosen.version)} is at {chosen.path}: run nox with it "
-            f"(`{chosen.path} -m pip install -r requirements/nox.txt`, then `{chosen.path} -m nox ...`)"
+            f"(`{chosen.path} -m venv .venv && . .venv/bin/activate && pip install -r requirements/nox.txt`, "
+            "then `nox ...`)"
         )
     if chosen:
         return chosen
@@ -168,3 +170,14 @@ def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePy
             if found.minor not in best or version > best[found.minor].version:
                 best[found.minor] = found
     return dict(sorted(best.items()))
+
+
+def other_pythons(base: BasePython, offered: Iterable[Path] | None = None) -> list[BasePython]:
+    """Every supported Python of this host but `base`: the newest of each other minor
+    (`supported_on_host`), and the distribution's own python3 when it is another version (Debian
+    12's 3.11.2 beside pyenv's 3.11.7)."""
+    others = [p for minor, p in supported_on_host(offered).items() if minor != base.minor]
+    version = _version_of(DISTRIBUTION) if offered is None else None
+    if version and version[:2] in SUPPORTED and version not in {p.version for p in (base, *others)}:
+        others.append(BasePython(str(DISTRIBUTION), version))
+    return others

@@ -1,7 +1,9 @@
-"""`nox -s pythons`: for each supported CPython this host has, a fresh clone of this checkout's
-HEAD runs the README's two commands as a host whose python3 is that Python would: nox installed
-with it, `nox -s train_dali` cold, lint and the hermetic tier; times and first losses go to a table
-and `pythons.json`."""
+"""`nox -s pythons`: for each supported CPython this host has (the newest of each minor, and the
+distribution's own python3), a fresh clone of this checkout's HEAD runs the README's set-up and two
+commands as a newcomer whose python3 is that Python would: empty pip, wheel and env caches (only the
+upstream mirrors seeded, by `nox -s fetch -- --from`), the README's venv with nox, `nox -s
+train_dali` cold, lint and the hermetic tier; times and first losses go to a table and
+`pythons.json`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from .choice import ASKED_VARIABLE, supported_on_host
+from overlaytool import cache_root
+
+from .choice import ASKED_VARIABLE, DISTRIBUTION, BasePython, base_python, other_pythons
 
 ROOT = Path(__file__).resolve().parents[2]
 HERMETIC_TIER = "not stack and not upstream and not gpu"
@@ -39,26 +43,35 @@ def _first_losses(clone: Path) -> list[float]:
     return losses
 
 
-def run_one(minor: str, python: Path, version: str, out: Path, tests: bool) -> dict:
-    """A fresh clone where `python` is the user's python3: nox installed with it (the README's first
-    command), then `nox -s train_dali` cold and (`tests`) lint and its hermetic tier."""
-    log = out / f"python{minor}.log"
+def run_one(label: str, base: BasePython, out: Path, tests: bool) -> dict:
+    """A fresh clone where `base` is the user's python3, every cache empty but the upstream mirrors:
+    the README's set-up (a venv with nox), then `nox -s train_dali` cold and (`tests`) lint and the
+    hermetic tier."""
+    python, version = Path(base.path), ".".join(map(str, base.version))
+    log = out / f"python{label}.log"
     log.unlink(missing_ok=True)
     row: dict = {"python": version, "interpreter": str(python)}
-    with tempfile.TemporaryDirectory(prefix=f"pythons-{minor}-") as tmp:
-        clone, tools = Path(tmp) / "clone", Path(tmp) / "bin"
+    with tempfile.TemporaryDirectory(prefix=f"pythons-{label}-") as tmp:
+        clone, tools, cache = Path(tmp) / "clone", Path(tmp) / "bin", Path(tmp) / "cache"
         subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
-        subprocess.run([str(python), "-m", "venv", str(Path(tmp) / "nox")], check=True)
-        tools.mkdir()  # python3 on PATH is this Python (the nox venv's), as on a host that has only it
-        (tools / "python3").symlink_to(Path(tmp) / "nox" / "bin" / "python3")
-        env = {**os.environ, "CI": "false", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+        tools.mkdir()  # python3 on PATH is this Python, as on a host that has only it
+        (tools / "python3").symlink_to(python)
+        empty = {
+            "XDG_CACHE_HOME": cache,
+            "PIP_CACHE_DIR": cache / "pip",
+            "STREAMPETR_DALI_CACHE": cache / "sd",
+        }
+        env = {**os.environ, **{k: str(v) for k, v in empty.items()}, "CI": "false",
+               "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
         env.pop(ASKED_VARIABLE, None)
-        nox = [str(tools / "python3"), "-m", "nox"]
-        pip = [str(tools / "python3"), "-m", "pip", "install", "-q", "-r", "requirements/nox.txt"]
-        row["nox_install_exit"] = _timed(pip, clone, env, log)[0]
-        if row["nox_install_exit"] != 0:  # no nox: train_dali cannot start (the table says FAILED)
-            print(f"pythons: Python {version}: installing nox failed; log {log}")
-            return row | {"train_dali_exit": row["nox_install_exit"], "train_dali_seconds": 0.0, "losses": []}
+        nox = [str(clone / ".venv" / "bin" / "python"), "-m", "nox"]
+        mirrors = [a for m in sorted((cache_root() / "mirrors").glob("*.git")) for a in ("--from", str(m))]
+        for step in (["python3", "-m", "venv", ".venv"], [*nox[:1], "-m", "pip", "install", "-q", "-r",
+                     "requirements/nox.txt"], [*nox, "-s", "fetch", "--", *mirrors]):  # fmt: skip
+            row["setup_exit"] = _timed(step, clone, env, log)[0]
+            if row["setup_exit"]:  # no nox: train_dali cannot start (the table says FAILED)
+                print(f"pythons: Python {version}: `{' '.join(step[:4])}` failed; log {log}")
+                return row | {"train_dali_exit": row["setup_exit"], "train_dali_seconds": 0.0, "losses": []}
         print(
             f"pythons: Python {version} ({python}): cold `nox -s train_dali` in a fresh clone …", flush=True
         )
@@ -78,21 +91,26 @@ def run_one(minor: str, python: Path, version: str, out: Path, tests: bool) -> d
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m interpreter", description=__doc__)
-    ap.add_argument("--minors", help="only these, comma-separated (default: every supported one found)")
+    ap.add_argument(
+        "--minors", help="only these, comma-separated: 3.11, 3.12, 3.13, system (default: every one found)"
+    )
     ap.add_argument("--no-tests", action="store_true", help="only the cold train_dali")
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "pythons", help="log files and pythons.json")
     args = ap.parse_args(argv)
-    found = {minor: (Path(b.path), ".".join(map(str, b.version))) for minor, b in supported_on_host().items()}
+    here = base_python()  # nox's venv: the interpreter it was made from is the host's
+    here = BasePython(getattr(sys, "_base_executable", here.path), here.version)
+    found = {"system" if b.path == str(DISTRIBUTION) else b.minor: b for b in [here, *other_pythons(here)]}
     wanted = args.minors.split(",") if args.minors else list(found)
     missing = [m for m in wanted if m not in found]
     if missing:
         print(
-            f"pythons: no interpreter for {', '.join(missing)} on this host (PATH, pyenv, uv)",
+            f"pythons: no interpreter for {', '.join(missing)} on this host (PATH, pyenv, uv, "
+            f"{DISTRIBUTION} for 'system')",
             file=sys.stderr,
         )
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = {m: run_one(m, *found[m], args.out, not args.no_tests) for m in wanted}
+    rows = {m: run_one(m, found[m], args.out, not args.no_tests) for m in wanted}
     (args.out / "pythons.json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n| Python | train_dali | seconds | first losses | hermetic tier | seconds |")
     print("|---|---|---|---|---|---|")

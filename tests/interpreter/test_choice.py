@@ -116,8 +116,8 @@ def test_nox_on_a_python_too_old_for_the_tooling_is_told_to_run_with_the_one_fou
         base_python((3, 10, 13), "/usr/bin/python3", offered=[found], asked="")
     assert str(refusal.value) == (
         "Python 3.10.13 (/usr/bin/python3) cannot run the sessions (the tooling needs Python 3.11+); "
-        f"Python 3.12.3 is at {found}: run nox with it (`{found} -m pip install -r requirements/nox.txt`, "
-        f"then `{found} -m nox ...`)"
+        f"Python 3.12.3 is at {found}: run nox with it (`{found} -m venv .venv && . .venv/bin/activate && "
+        "pip install -r requirements/nox.txt`, then `nox ...`)"
     )
 
 
