@@ -116,3 +116,15 @@ def test_a_config_whose_base_builds_on_a_missing_file_is_skipped_like_its_base(t
         == f"its `_base_` './frozen_20e.py' is no config: {gone}"
     )
     assert static_skip_reason(v3 / "loop_a.py") is None  # a cycle is mmcv's to report, not a skip
+
+
+def test_config_takes_several_names_after_one_flag_as_the_synopsis_says(capsys) -> None:
+    """`--config a b` (what the synopsis `--config ... PATH ...` shows) selects both, as does the
+    flag repeated; it was refused as "unrecognized arguments: b" (issue 60)."""
+    from equivalence.__main__ import parse_args
+
+    assert parse_args(["--config", "r50", "vov"]).config == ["r50", "vov"]
+    assert parse_args(["--config", "r50", "--config", "a/b.py"]).config == ["r50", "a/b.py"]
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "--config NAME [NAME ...]" in capsys.readouterr().out
