@@ -178,9 +178,11 @@ def stage_resolution(checkout: Path, stop: Stop, dropped: list[str] | tuple[str,
     carried = [m for m in stop.missing if m not in dropped]
     if carried and not changed - own:
         drop = " ".join(f"--drop-file {m}" for m in carried)
+        left = markers(checkout, sorted(conflicted))
+        first = f"resolve the conflict markers left in {', '.join(left)}, then " if left else ""
         raise OverlayError(
             f"The change to {', '.join(carried)} is not applied anywhere yet: apply its hunks (in the "
-            f"report) to the file upstream moved it to, then --continue; or drop just its part "
+            f"report) to the file upstream moved it to, then --continue; or {first}drop just its part "
             f"(`nox -s rebase -- {drop}`: the patch keeps its other files); or --skip the whole patch."
         )
     stage = own | conflicted | (changed if stop.missing else set())

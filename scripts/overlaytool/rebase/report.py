@@ -34,12 +34,20 @@ WHAT_TO_DO = {
 SECTION = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}
 
 
-def missing_what_to_do(rel: str, candidates: list[dict], others: list[str]) -> str:
+def missing_what_to_do(
+    rel: str, candidates: list[dict], others: list[str], conflicted: list[str] | tuple[str, ...] = ()
+) -> str:
     """What to do with a file a stopped patch modifies that the target lacks: where git's
     candidates exist, carry the change there; the part of this file alone can be dropped
-    (`--drop-file`) when the patch changes `others` too; `--skip` drops the whole patch."""
+    (`--drop-file`) when the patch changes `others` too, once those `conflicted` are resolved;
+    `--skip` drops the whole patch."""
+    first = (
+        f"resolve the conflict markers in {', '.join(conflicted)} (the patch's change to it), then "
+        if conflicted
+        else ""
+    )
     drop = (
-        f"drop just this file's part with `nox -s rebase -- --drop-file {rel}` (the patch keeps its "
+        f"{first}drop just this file's part with `nox -s rebase -- --drop-file {rel}` (the patch keeps its "
         f"change to {', '.join(others)}); or `--skip` to drop the whole patch, {', '.join(others)} included"
         if others
         else "`--skip` to drop the patch from the series"
@@ -186,7 +194,11 @@ def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: 
             check=False,
         )
         others = [f for f in files if f != rel]
-        what = missing_what_to_do(rel, candidates, others) if kind == MISSING else WHAT_TO_DO[kind]
+        what = (
+            missing_what_to_do(rel, candidates, others, sorted(conflicted & set(others)))
+            if kind == MISSING
+            else WHAT_TO_DO[kind]
+        )
         if kind == CONFLICT:
             ours = git("show", f"HEAD:{rel}", cwd=checkout, check=False).stdout
             hint = next((h for h in (own_words(fp, ours) for fp in fps) if h), "")
