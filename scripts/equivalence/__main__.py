@@ -26,8 +26,9 @@ from .verdict import config_table, render, verdict, verdict_counts
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="equivalence", description=__doc__)
-    ap.add_argument("--config", action="append", help=f"{' | '.join(CONFIGS)} | a config path (repeatable;"
-                    " default: r50 and vov)")  # fmt: skip
+    ap.add_argument("--config", action="extend", nargs="+", metavar="NAME",
+                    help=f"{' | '.join(CONFIGS)} | a config path; several after one --config, or --config "
+                    "repeated (default: r50 and vov)")  # fmt: skip
     ap.add_argument("--all-upstream-configs", action="store_true",
                     help="every training config of the pin (projects/configs/), one row each")  # fmt: skip
     ap.add_argument("--data-root", type=Path, help="folder with nuscenes2d_temporal_infos_train.pkl "

@@ -37,9 +37,10 @@ def _assigned(module: ast.Module) -> dict[str, ast.expr]:
     return names
 
 
-def static_skip_reason(path: Path) -> str | None:
+def static_skip_reason(path: Path, _seen: frozenset[Path] = frozenset()) -> str | None:
     """Why ``path`` is no training config, read without running it; None: load it (a file that
-    does not parse is loaded too, so that its error becomes a row of its own)."""
+    does not parse is loaded too, so that its error becomes a row of its own). A string `_base_`
+    that does not exist is a reason, on the config's own line or further down its chain of bases."""
     try:
         names = _assigned(ast.parse(path.read_bytes(), filename=str(path)))
     except (SyntaxError, ValueError):
@@ -53,6 +54,13 @@ def static_skip_reason(path: Path) -> str | None:
             resolved = (path.parent / entry.value).resolve()
             if not resolved.is_file():
                 return f"its `_base_` {entry.value!r} does not exist ({resolved})"
+            deeper = (
+                static_skip_reason(resolved, _seen | {path})
+                if resolved.suffix == ".py" and resolved not in _seen
+                else None
+            )
+            if deeper is not None and deeper.startswith("its `_base_`"):
+                return f"its `_base_` {entry.value!r} is no config: {deeper}"
     return None
 
 

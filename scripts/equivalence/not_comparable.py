@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import linecache
 import math
+import os
 import pickle
 import re
 import site
@@ -129,15 +130,18 @@ def _missing_file_hint(exc: BaseException, data_root: Path | None) -> str | None
         )
     if data_root is None:
         return None
-    root = Path(data_root).resolve()
+    root = Path(os.path.abspath(data_root))  # not resolved: an --add-info-key copy links its folders
     try:
-        rel = (path if path.is_absolute() else root / path).resolve().relative_to(root).as_posix()
+        rel = Path(os.path.normpath(root / path)).relative_to(root).as_posix()
     except ValueError:
         return None
     provider = next((what for folder, what in DATA_PROVIDERS if rel.startswith(folder)), None)
     provided = f"; {provider} provides it" if provider else ""
+    entries = sorted(root.iterdir()) if root.is_dir() else []
+    linked = next((e.resolve().parent for e in entries if e.is_symlink()), None)
+    where = f"{root}, the --add-info-key copy of {linked}: add it there" if linked else str(root)
     return (
-        f"the data set ({root}) has no {rel}{provided}; the synthetic set does not hold it: compare on a "
+        f"the data set ({where}) has no {rel}{provided}; the synthetic set does not hold it: compare on a "
         "data root that does (`--data-root`)"
     )
 

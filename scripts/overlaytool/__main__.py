@@ -70,8 +70,9 @@ def cmd_apply(args: argparse.Namespace) -> None:
         for i, patch in enumerate(outcome.patches, 1):
             files = ", ".join(fp.path for fp in patch.files)
             print(f"  {i:2d}. {patch.name}: {patch.subject} [{files}]")
-        if outcome.overlay:
-            print(f"  overlay: {len(outcome.overlay)} new file(s)")
+        if outcome.overlay:  # up to date: the overlay's files are there already, none is new
+            what = "file(s) in place" if outcome.up_to_date else "new file(s)"
+            print(f"  overlay: {len(outcome.overlay)} {what}")
 
 
 def cmd_refresh(args: argparse.Namespace) -> None:

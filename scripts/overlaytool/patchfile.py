@@ -43,6 +43,8 @@ class Hunk:
     old_start: int
     old_lines: list[str] = field(default_factory=list)
     new_lines: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # the `-` lines alone
+    added: list[str] = field(default_factory=list)  # the `+` lines alone
 
 
 @dataclass
@@ -132,6 +134,8 @@ def parse_patch(path: Path) -> Patch:
                 hunk.old_lines.append(line[1:])
             if line[:1] in (" ", "+"):
                 hunk.new_lines.append(line[1:])
+            if line[:1] != " ":
+                (hunk.removed if line[:1] == "-" else hunk.added).append(line[1:])
         elif line == "-- ":
             break  # format-patch signature separator
     return Patch(name=path.name, path=path, header=header, subject=subject, files=files)

@@ -97,3 +97,34 @@ def test_a_loaded_config_without_model_or_the_split_is_skipped() -> None:
         "no `data.test` once loaded: a base or fragment, not a test config"
     )
     assert loaded_skip_reason({"model": {}, "data": {"train": {}, "test": {}}}, "test") is None
+
+
+def test_a_config_whose_base_builds_on_a_missing_file_is_skipped_like_its_base(tmp_path: Path) -> None:
+    """N6 (issue 60), eb45/StreamPETR_TTC_Head's shape: `…_4gpu.py` bases on a config of its folder
+    whose own `_base_` is gone; both are skipped by rule, the chain named."""
+    v3 = tmp_path / "StreamPETR_ttc_v3"
+    v3.mkdir()
+    (v3 / "frozen_20e.py").write_text("_base_ = ['../StreamPETR_ttc_v2/frozen_20e.py']\nmodel = dict()\n")
+    (v3 / "frozen_20e_4gpu.py").write_text("_base_ = ['./frozen_20e.py']\nnum_gpus = 4\n")
+    (v3 / "loop_a.py").write_text("_base_ = ['./loop_b.py']\n")
+    (v3 / "loop_b.py").write_text("_base_ = ['./loop_a.py']\n")
+    missing = tmp_path / "StreamPETR_ttc_v2" / "frozen_20e.py"
+    gone = f"its `_base_` '../StreamPETR_ttc_v2/frozen_20e.py' does not exist ({missing})"
+    assert static_skip_reason(v3 / "frozen_20e.py") == gone
+    assert (
+        static_skip_reason(v3 / "frozen_20e_4gpu.py")
+        == f"its `_base_` './frozen_20e.py' is no config: {gone}"
+    )
+    assert static_skip_reason(v3 / "loop_a.py") is None  # a cycle is mmcv's to report, not a skip
+
+
+def test_config_takes_several_names_after_one_flag_as_the_synopsis_says(capsys) -> None:
+    """`--config a b` (what the synopsis `--config ... PATH ...` shows) selects both, as does the
+    flag repeated; it was refused as "unrecognized arguments: b" (issue 60)."""
+    from equivalence.__main__ import parse_args
+
+    assert parse_args(["--config", "r50", "vov"]).config == ["r50", "vov"]
+    assert parse_args(["--config", "r50", "--config", "a/b.py"]).config == ["r50", "a/b.py"]
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "--config NAME [NAME ...]" in capsys.readouterr().out

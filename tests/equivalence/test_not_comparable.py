@@ -113,3 +113,20 @@ def test_a_data_file_the_set_lacks_is_named_with_what_provides_it(tmp_path: Path
     assert "nuScenes map expansion" in entry["hint"] and "--data-root" in entry["hint"]
     outside = not_comparable(raised(read_map, tmp_path / "elsewhere"), tmp_path / "data")
     assert outside["hint"] is None  # a file outside the data root is no data file
+
+
+def test_a_data_file_missing_in_the_add_info_key_copy_is_named_where_to_add_it(tmp_path: Path) -> None:
+    """N5 (issue 60), sean-wade/StreamPETR_vectornet's shape: `--add-info-key` compares on a copy
+    under `--out` whose folders link to the original data root; the map expansion is missing."""
+    original, copy = tmp_path / "data", tmp_path / "out" / "data-with-instance_inds"
+    (original / "maps").mkdir(parents=True)
+    copy.mkdir(parents=True)
+    (copy / "maps").symlink_to(original / "maps")
+
+    def read_map(root: Path) -> bytes:
+        return (root / "maps" / "expansion" / "singapore-onenorth.json").read_bytes()
+
+    entry = not_comparable(raised(read_map, copy), copy)
+    assert entry["hint"] is not None and "has no maps/expansion/singapore-onenorth.json" in entry["hint"]
+    assert f"({copy}, the --add-info-key copy of {original}: add it there)" in entry["hint"]
+    assert "nuScenes map expansion" in entry["hint"]

@@ -22,7 +22,7 @@ from ..targets import Target
 from .flow import FINISH_CHECK, Run, run_steps
 from .references import UNCHECKED, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, patch_paths
-from .report import report_paths, status_lines, write_report
+from .report import report_paths, settled_lines, status_lines, write_report
 from .resolve import resolve, source_url
 from .state import RebaseState, Stop, in_progress
 
@@ -81,6 +81,7 @@ def _dry_run_in(scratch: Target, state: RebaseState) -> tuple[list[str], bool]:
     stop = run_steps(Run(scratch, state, scratch.patch_dir, scratch.pin, go_on=True))
     left_out = share_files(state, {p.name: p for p in patches})
     lines = [f"rebase --check {scratch.label}: {state.old[:12]} → {state.new[:12]}", *status_lines(state)]
+    lines += settled_lines(state)
     if state.references:
         without = f" (checked without {', '.join(left_out)})" if left_out else ""
         lines += [f"the overlay's references would not resolve{without}:", *reference_lines(state.references)]

@@ -21,7 +21,7 @@ from .finish import discard, has_snapshot, new_pin_text, old_patch_dir, old_pin,
 from .flow import AFTER_REF, BEFORE_REF, FINISH_CHECK, RESUME, Run, run_steps
 from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines
 from .replay import MISSING, commit_resolution, patch_paths, stage_resolution
-from .report import remove_report, status_lines, stop_message, write_report
+from .report import remove_report, settled_lines, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
 from .state import UNCHANGED, RebaseState, in_progress, load_state, save_state, state_path
 
@@ -248,6 +248,7 @@ def finish(run: Run) -> list[str]:
     _cleanup(target)
     lines = [f"{target.label}: {state.old[:12]} → {state.new[:12]} ({date}); report: {report}"]
     lines += status_lines(state)
+    lines += settled_lines(state)
     skipped = [name for name in state.patches if state.statuses.get(name) == SKIPPED]
     if skipped:
         lines.append(f"dropped from the series (--skip): {', '.join(skipped)}")

@@ -85,6 +85,8 @@ def replay_patches(run: Run) -> Stop | None:
         state.statuses[name] = done.status
         if done.moves:
             state.moves[name] = done.moves
+        if done.settled:
+            state.settled[name] = done.settled
         if state.first_stop is not None:
             state.provisional.append(name)
         if done.status in (CONFLICT, MISSING):

@@ -18,6 +18,7 @@ of the target's own configs on an overlay config's chain that is built at run ti
 from __future__ import annotations
 
 import ast
+import copy
 import posixpath
 import re
 from pathlib import Path
@@ -106,18 +107,26 @@ FROM_FILE = re.compile(r"\b([A-Za-z_]\w*)\.__file__\b")
 
 
 def _unchecked(
-    file: str, dest: str, entry: str, nested: dict[str, tuple[str, set[str] | None]], via: str = ""
+    file: str,
+    dest: str,
+    built: tuple[str, str],
+    nested: dict[str, tuple[str, set[str] | None]],
+    via: str = "",
 ) -> dict:
-    """The reference of a `_base_` entry built at run time, in the config `file` that lands at `dest`."""
-    package = FROM_FILE.search(entry)
+    """The reference of a `_base_` entry built at run time (its text, and the text with the names it
+    uses replaced by their values), in the config `file` that lands at `dest`."""
+    entry, expanded = built
+    package = FROM_FILE.search(expanded)
     if package is None:
         return _ref(file, "_base_", entry, None, None, RUN_TIME + via)
     name = package.group(1)
+    through = "" if package.group(0) in entry else f" (through {', '.join(_names_between(entry, expanded))})"
     note = (
-        f"built from {name}.__file__{via}: at run time a path into the installed {name} (site-packages), "
-        f"and a wheel-installed {name} has no configs/ there: the config fails to load (FileNotFoundError)"
+        f"built from {name}.__file__{through}{via}: at run time a path into the installed {name} "
+        f"(site-packages), and a wheel-installed {name} has no configs/ there: the config fails to load "
+        "(FileNotFoundError)"
     )
-    fix = _nested_path(dest, entry, name, nested)
+    fix = _nested_path(dest, expanded, name, nested)
     note += (
         f"; base it on the nested checkout's copy instead: {fix!r} (a path relative to the config)"
         if fix
@@ -126,19 +135,53 @@ def _unchecked(
     return _ref(file, "_base_", entry, None, fix, note)
 
 
+def _names_between(entry: str, expanded: str) -> list[str]:
+    """The module-level names `entry` uses that its expanded text replaced."""
+    used = {n.id for n in ast.walk(ast.parse(entry, mode="eval")) if isinstance(n, ast.Name)}
+    kept = {n.id for n in ast.walk(ast.parse(expanded, mode="eval")) if isinstance(n, ast.Name)}
+    return sorted(used - kept) or ["a module-level name"]
+
+
 def _nested_path(
     dest: str, entry: str, package: str, nested: dict[str, tuple[str, set[str] | None]]
 ) -> str | None:
-    """The `_base_` string for `osp.join(osp.dirname(<package>.__file__), '<rel>')` that reaches the
-    same file in the nested checkout holding `<package>/` (mmdetection3d at `mmdetection3d/`),
-    relative to the config at `dest`; None when the entry has another shape or no checkout has it."""
-    strings = re.findall(r"""['"]([^'"]+)['"]""", entry)
-    if len(strings) != 1 or "dirname" not in entry:
+    """The `_base_` string for an entry built from `<package>.__file__` with `osp.dirname` and
+    `osp.join` (`osp.join(osp.dirname(mmdet3d.__file__), '../configs/x.py')`, or through a variable:
+    `_base_entries` puts its value in) that reaches the same file in the nested checkout holding
+    `<package>/` (mmdetection3d at `mmdetection3d/`), relative to the config at `dest`; None when the
+    entry has another shape or no checkout has it."""
+    try:
+        where = _path_in_repository(ast.parse(entry, mode="eval").body, package)
+    except SyntaxError:
         return None
-    wanted = posixpath.normpath(posixpath.join(package, strings[0]))  # in the package's repository
+    if where is None:
+        return None
+    wanted = posixpath.normpath(where)  # in the package's repository
     for folder, (_, files) in nested.items():
         if files and f"{package}/__init__.py" in files and wanted in files:
             return posixpath.relpath(f"{folder}/{wanted}", posixpath.dirname(dest) or ".")
+    return None
+
+
+def _path_in_repository(node: ast.expr, package: str) -> str | None:
+    """The path `node` builds, relative to the repository holding `<package>/`: `package.__file__`
+    is `<package>/__init__.py`; `dirname`, `join`, `abspath`/`realpath` and strings are followed."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Attribute) and node.attr == "__file__" and ast.unparse(node.value) == package:
+        return f"{package}/__init__.py"
+    if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
+        return None
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+    parts = [_path_in_repository(a, package) for a in node.args]
+    if any(p is None for p in parts) or not parts or node.keywords:
+        return None
+    if name == "dirname" and len(parts) == 1:
+        return posixpath.dirname(parts[0] or "")
+    if name in ("abspath", "realpath", "normpath") and len(parts) == 1:
+        return parts[0]
+    if name == "join":
+        return posixpath.join(*[p or "" for p in parts])
     return None
 
 
@@ -201,21 +244,35 @@ def _bases(
     return out
 
 
-def _base_entries(module: ast.Module) -> tuple[list[str], list[str]]:
+def _base_entries(module: ast.Module) -> tuple[list[str], list[tuple[str, str]]]:
     """The strings of a module-level `_base_ = "..."` or `_base_ = [...]`, and the entries built at
-    run time (any other expression), as source text."""
-    names, built = [], []
+    run time (any other expression): their source text, and that text with the value of each
+    module-level name it uses in place of the name (`_mmdet = osp.dirname(osp.dirname(mmdet3d.__file__))`)."""
+    names, built, values = [], [], {}
     for node in module.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "_base_" for t in node.targets
-        ):
-            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-            for v in values:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id != "_base_":
+                values[target.id] = node.value
+        if any(isinstance(t, ast.Name) and t.id == "_base_" for t in node.targets):
+            elements = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            for v in elements:
                 if isinstance(v, ast.Constant) and isinstance(v.value, str):
                     names.append(v.value)
                 else:
-                    built.append(ast.unparse(v))
+                    built.append((ast.unparse(v), ast.unparse(_ValuesOf(values).visit(copy.deepcopy(v)))))
     return names, built
+
+
+class _ValuesOf(ast.NodeTransformer):
+    """Puts the value of a module-level name in place of the name (once: no recursion)."""
+
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.deepcopy(self.values.get(node.id, node))
 
 
 def _imports(

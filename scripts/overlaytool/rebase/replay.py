@@ -5,7 +5,9 @@ Each patch is tried in order: reversed (`already-upstream`), exactly (`clean`), 
 `RENAME_THRESHOLD` percent similarity, git's default): `merged-3way` on success, else `conflict`.
 A file the patch modifies that the target has neither at its path nor under a detected new name is
 `missing-at-target`: the merge's copy of it is removed again, so a file upstream deleted or moved
-beyond detection is never re-created by the patch.
+beyond detection is never re-created by the patch. A conflict the tool can settle (settle.py: the
+target already has the change, or only line endings differ) is settled, its evidence kept in `settled`:
+`merged-3way`, or `already-upstream` when nothing of the patch is left to add.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..faults import kill_point
 from ..gitcmd import TOOL_IDENTITY, git
 from ..patchfile import Patch
 from ..tree.files import current
+from .settle import settle
 from .state import Stop
 
 RENAME_THRESHOLD = 50  # percent of similarity for git to call a file moved (git's default, -M50%)
@@ -36,6 +39,7 @@ class Replayed:
     moves: list[str] = field(default_factory=list)  # "old → new" for each of its files upstream moved
     paths: list[str] = field(default_factory=list)  # the patch's paths at the target (after renames)
     missing: list[str] = field(default_factory=list)  # files it modifies that the target lacks
+    settled: list[str] = field(default_factory=list)  # the evidence of each conflict settled without a stop
 
 
 def renames(checkout: Path, old: str, new: str) -> dict[str, str]:
@@ -107,16 +111,20 @@ def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> 
     merged = sorted(set(paths) | set(changed_tracked(checkout)))  # where git's merge put the change
     if missing:
         return Replayed(MISSING, moves, [p for p in merged if p not in missing], missing)
+    settled: list[str] = []
     if proc.returncode != 0:
-        if not unmerged(checkout):
+        conflicted = unmerged(checkout)
+        if not conflicted:
             raise OverlayError(
                 f"git cherry-pick of {patch.name} failed in {checkout}:\n{proc.stderr.strip()}"
             )
-        return Replayed(CONFLICT, moves, merged)
+        settled = settle(checkout, patch, moved, conflicted)
+        if not settled:
+            return Replayed(CONFLICT, moves, merged)
     if commit_resolution(checkout, commit):
         kill_point(f"replay:{patch.name}:committed")
-        return Replayed(MERGED_3WAY, moves, paths)
-    return Replayed(ALREADY_UPSTREAM, moves, paths)
+        return Replayed(MERGED_3WAY, moves, paths, settled=settled)
+    return Replayed(ALREADY_UPSTREAM, moves, paths, settled=settled)
 
 
 def _remove(checkout: Path, rel: str) -> None:
@@ -170,9 +178,11 @@ def stage_resolution(checkout: Path, stop: Stop, dropped: list[str] | tuple[str,
     carried = [m for m in stop.missing if m not in dropped]
     if carried and not changed - own:
         drop = " ".join(f"--drop-file {m}" for m in carried)
+        left = markers(checkout, sorted(conflicted))
+        first = f"resolve the conflict markers left in {', '.join(left)}, then " if left else ""
         raise OverlayError(
             f"The change to {', '.join(carried)} is not applied anywhere yet: apply its hunks (in the "
-            f"report) to the file upstream moved it to, then --continue; or drop just its part "
+            f"report) to the file upstream moved it to, then --continue; or {first}drop just its part "
             f"(`nox -s rebase -- {drop}`: the patch keeps its other files); or --skip the whole patch."
         )
     stage = own | conflicted | (changed if stop.missing else set())

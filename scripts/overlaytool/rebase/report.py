@@ -15,6 +15,7 @@ from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
 from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, suggested_moves
 from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, unmerged
+from .settle import SETTLED, own_words
 from .state import FORMAT, RebaseState, Stop
 
 MERGED = "merged"  # a file of a stopped patch that git merged cleanly: nothing to resolve there
@@ -33,12 +34,20 @@ WHAT_TO_DO = {
 SECTION = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}
 
 
-def missing_what_to_do(rel: str, candidates: list[dict], others: list[str]) -> str:
+def missing_what_to_do(
+    rel: str, candidates: list[dict], others: list[str], conflicted: list[str] | tuple[str, ...] = ()
+) -> str:
     """What to do with a file a stopped patch modifies that the target lacks: where git's
     candidates exist, carry the change there; the part of this file alone can be dropped
-    (`--drop-file`) when the patch changes `others` too; `--skip` drops the whole patch."""
+    (`--drop-file`) when the patch changes `others` too, once those `conflicted` are resolved;
+    `--skip` drops the whole patch."""
+    first = (
+        f"resolve the conflict markers in {', '.join(conflicted)} (the patch's change to it), then "
+        if conflicted
+        else ""
+    )
     drop = (
-        f"drop just this file's part with `nox -s rebase -- --drop-file {rel}` (the patch keeps its "
+        f"{first}drop just this file's part with `nox -s rebase -- --drop-file {rel}` (the patch keeps its "
         f"change to {', '.join(others)}); or `--skip` to drop the whole patch, {', '.join(others)} included"
         if others
         else "`--skip` to drop the patch from the series"
@@ -77,6 +86,8 @@ def status_of(state: RebaseState, name: str) -> str:
     text = f"{status} ({', '.join(moves)})" if moves else status
     if name in state.dropped:
         text += f" (dropped the part of {', '.join(state.dropped[name])})"
+    if name in state.settled:
+        text += f" ({SETTLED}: see below)"
     if name not in state.provisional or state.first_stop is None:
         return text
     text += f" [provisional: after the stop at {state.first_stop.patch or 'the overlay'}]"
@@ -93,6 +104,16 @@ def status_of(state: RebaseState, name: str) -> str:
 def status_lines(state: RebaseState) -> list[str]:
     """One `  name: status` line per patch replayed so far."""
     return [f"  {name}: {status_of(state, name)}" for name in state.patches if name in state.statuses]
+
+
+def settled_lines(state: RebaseState) -> list[str]:
+    """The conflicts the replay settled itself, under their heading, each with its evidence."""
+    if not state.settled:
+        return []
+    lines = [f"{SETTLED} (the target already has the change, or only line endings differed):"]
+    for name, evidence in state.settled.items():
+        lines += [f"  {name}: {line}" for line in evidence]
+    return lines
 
 
 def _hunk_text(patch: Patch, rel: str) -> str:
@@ -173,7 +194,15 @@ def conflict_details(checkout: Path, patch: Patch, state: RebaseState, missing: 
             check=False,
         )
         others = [f for f in files if f != rel]
-        what = missing_what_to_do(rel, candidates, others) if kind == MISSING else WHAT_TO_DO[kind]
+        what = (
+            missing_what_to_do(rel, candidates, others, sorted(conflicted & set(others)))
+            if kind == MISSING
+            else WHAT_TO_DO[kind]
+        )
+        if kind == CONFLICT:
+            ours = git("show", f"HEAD:{rel}", cwd=checkout, check=False).stdout
+            hint = next((h for h in (own_words(fp, ours) for fp in fps) if h), "")
+            what = f"{hint[0].upper()}{hint[1:]}; otherwise: {what}" if hint else what
         detail = {
             "file": rel,
             "kind": kind,
@@ -223,6 +252,7 @@ def report_data(
             "shares_with_left_out": state.shared.get(name, []),
             "may_be_artefact": bool(state.shared.get(name)),
             "dropped_files": state.dropped.get(name, []),
+            "settled": state.settled.get(name, []),
         }
         for name in state.patches
     ]
@@ -281,6 +311,9 @@ def write_report(
     lines += ["| # | patch | status |", "|---|---|---|"]
     for i, name in enumerate(state.patches, 1):
         lines.append(f"| {i} | {name} | {status_of(state, name)} |")
+    if state.settled:
+        lines += ["", f"## {SETTLED[0].upper()}{SETTLED[1:]}", ""]
+        lines += [f"- {name}: {line}" for name, evidence in state.settled.items() for line in evidence]
     first = state.stop or state.first_stop
     references = (
         first.references if first is not None and first.kind == OVERLAY_REFERENCE else state.references
@@ -356,7 +389,7 @@ def stop_message(state: RebaseState, details: list[dict], report: Path) -> str:
                 lines.append(f"  {d['file']}: missing at the target; git's best candidates: {best}")
             else:
                 lines.append(f"  {d['file']}{was}: {'merged cleanly' if d['kind'] == MERGED else 'conflict'}")
-    lines += ["Statuses so far:", *status_lines(state), f"Report: {report}"]
+    lines += ["Statuses so far:", *status_lines(state), *settled_lines(state), f"Report: {report}"]
     steps = [d["what_to_do"] for d in details if d["kind"] == stop.kind] or [WHAT_TO_DO.get(stop.kind, "")]
     lines += [f"Next: {step}" for step in dict.fromkeys(steps)]
     return "\n".join(lines)

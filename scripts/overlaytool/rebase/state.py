@@ -63,6 +63,7 @@ class RebaseState:
     dropped: dict[str, list[str]] = field(default_factory=dict)  # patch → files --drop-file dropped
     unchanged: list[str] = field(default_factory=list)  # patches whose resolution changed nothing
     skips: dict[str, str] = field(default_factory=dict)  # patch → why --skip dropped it (see UNCHANGED)
+    settled: dict[str, list[str]] = field(default_factory=dict)  # patch → evidence of a conflict settled
 
     @property
     def stopped_patch(self) -> str:

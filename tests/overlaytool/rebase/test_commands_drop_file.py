@@ -107,3 +107,33 @@ def test_a_part_dropped_then_the_patch_skipped_whole_lists_no_part_drop(deleted:
     assert "(--drop-file)" not in out and "dropped the part of" not in out
     report = json.loads((deleted.root / "upstream" / "rebase-report.json").read_text())
     assert report["dropped"] == {} and report["patch_entries"][0]["dropped_files"] == []
+
+
+def test_drop_file_is_offered_after_the_conflict_in_the_other_file(
+    project: Project, tmp_path: Path, capsys
+) -> None:
+    """Issue 60: the fork deleted one file of the patch and changed the line the patch changes in the
+    other; the stop offers `--drop-file` only once that conflict is resolved, which then works."""
+    project.pin = commit_files(project.upstream, BASE, "two files")
+    toml = project.root / "upstream" / "streampetr.toml"
+    toml.write_text(toml.read_text().replace(project.history[0], project.pin))
+    new = {"tools/train.py": CPU_TRAIN, GONE: patched(FILE, 4, "if cuda_available():")}
+    project.add_patch("train-on-the-cpu.patch", make_patch(tmp_path, BASE, new, "Train on the CPU"))
+    assert project.run("apply") == 0
+    git(project.upstream, "rm", "-q", GONE)
+    commit_files(project.upstream, {"tools/train.py": patched(TRAIN_PY, 10, "device = 'cuda:0'")}, "fork")
+    assert project.run("rebase", "main") == 1
+    err = capsys.readouterr().err
+    assert "  tools/train.py: conflict" in err
+    assert (
+        "resolve the conflict markers in tools/train.py (the patch's change to it), then drop just this "
+        f"file's part with `nox -s rebase -- --drop-file {GONE}`" in err
+    )
+    assert project.run("rebase", "--continue") == 1
+    assert "or resolve the conflict markers left in tools/train.py:10" in capsys.readouterr().err
+    assert project.run("rebase", "--drop-file", GONE) == 1  # recorded; the markers refused by line
+    assert "Conflict markers remain in: tools/train.py:10" in capsys.readouterr().err
+    (project.checkout / "tools" / "train.py").write_text(CPU_TRAIN)
+    assert project.run("rebase", "--continue") == 0
+    out = capsys.readouterr().out
+    assert f"train-on-the-cpu.patch: missing-at-target (resolved) (dropped the part of {GONE})" in out

@@ -136,6 +136,35 @@ def test_the_targets_own_configs_an_overlay_config_builds_on_are_followed(
     ]
 
 
+def test_a_base_built_through_a_variable_holding_the_package_file_gets_the_nested_path(
+    fork_configs: Project, capsys
+) -> None:
+    """N4 (issue 60), eb45/StreamPETR_TTC_Head's shape: the fork's config stores the repository root
+    in a variable first (`_mmdet = osp.dirname(osp.dirname(mmdet3d.__file__))`) and joins it in
+    `_base_`: `--check` names the cause and the nested checkout's path, as for the direct shape."""
+    move_into_src(fork_configs)
+    through = (
+        "import os.path as osp\n\nimport mmdet3d\n\n_mmdet = osp.dirname(osp.dirname(mmdet3d.__file__))\n"
+        "_base_ = [osp.join(_mmdet, 'configs', '_base_', 'default_runtime.py')]\n"
+    )
+    commit_files(fork_configs.upstream, {"src/projects/configs/own/through.py": through}, "TTC's shape")
+    configs = fork_configs.root / "overlay" / "projects" / "configs" / "fork"
+    (configs / "gone.py").unlink()
+    (configs / "at_run_time.py").unlink()
+    (configs / "on_own.py").write_text("_base_ = ['../own/through.py']\n")
+    capsys.readouterr()
+    assert fork_configs.run("rebase", "--check", "main") == 0
+    out = capsys.readouterr().out
+    (entry,) = report(fork_configs)["unchecked_references"]
+    assert entry["names"] == "osp.join(_mmdet, 'configs', '_base_', 'default_runtime.py')"  # as written
+    assert entry["candidate"] == BROKEN.replace("../../../", "../../../../")  # from src/projects/configs/own/
+    assert (
+        "built from mmdet3d.__file__ (through _mmdet) (a base of overlay/projects/configs/fork/on_own.py)"
+        in out
+    )
+    assert f"base it on the nested checkout's copy instead: {entry['candidate']!r}" in out
+
+
 def test_check_reports_the_references_even_when_a_patch_stops_first(fork_configs: Project, capsys) -> None:
     move_into_src(fork_configs, edit_model=patched(MODEL, 5, "    return x + 100  # theirs"))
     capsys.readouterr()

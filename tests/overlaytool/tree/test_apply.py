@@ -48,12 +48,16 @@ def test_clean_apply_yields_pin_series_and_overlay_only(project: Project, good_p
 
 def test_second_apply_is_a_no_op(project: Project, good_patch: str, capsys) -> None:
     project.add_patch("use-dali.patch", good_patch)
+    (project.root / "overlay" / "dali_streampetr").mkdir()
+    (project.root / "overlay" / "dali_streampetr" / "__init__.py").write_text("VERSION = 1\n")
     assert project.run("apply") == 0
     train = project.checkout / "tools" / "train.py"
     before = (train.stat().st_mtime_ns, snapshot(project.checkout))
     capsys.readouterr()
     assert project.run("apply") == 0
-    assert "up to date, nothing changed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "up to date, nothing changed" in out
+    assert "overlay: 1 file(s) in place" in out and "new file(s)" not in out  # nothing is new (issue 60)
     assert (train.stat().st_mtime_ns, snapshot(project.checkout)) == before
 
 
