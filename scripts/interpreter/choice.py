@@ -172,12 +172,14 @@ def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePy
     return dict(sorted(best.items()))
 
 
-def other_pythons(base: BasePython, offered: Iterable[Path] | None = None) -> list[BasePython]:
+def other_pythons(
+    base: BasePython, offered: Iterable[Path] | None = None, distribution: Path = DISTRIBUTION
+) -> list[BasePython]:
     """Every supported Python of this host but `base`: the newest of each other minor
     (`supported_on_host`), and the distribution's own python3 when it is another version (Debian
     12's 3.11.2 beside pyenv's 3.11.7)."""
     others = [p for minor, p in supported_on_host(offered).items() if minor != base.minor]
-    version = _version_of(DISTRIBUTION) if offered is None else None
+    version = _version_of(distribution)
     if version and version[:2] in SUPPORTED and version not in {p.version for p in (base, *others)}:
-        others.append(BasePython(str(DISTRIBUTION), version))
+        others.append(BasePython(str(distribution), version))
     return others

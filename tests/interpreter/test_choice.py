@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from interpreter import SUPPORTED, BasePython, UnsupportedPython, base_python, supported_on_host, venv_minor
+from interpreter import (
+    SUPPORTED,
+    BasePython,
+    UnsupportedPython,
+    base_python,
+    other_pythons,
+    supported_on_host,
+    venv_minor,
+)
 from interpreter.choice import candidates
 
 
@@ -133,3 +141,19 @@ def test_the_host_offers_one_python_per_supported_minor_the_newest(tmp_path: Pat
     assert found["3.12"].path == str(offered[1]) or running == "3.12"
     assert found["3.13"].path == str(offered[3]) or running == "3.13"
     assert set(found) == {"3.12", "3.13", running}
+
+
+def test_the_other_pythons_include_the_distributions_python3_of_another_version(tmp_path: Path) -> None:
+    """Debian 12's own python3 (3.11.2) is tested beside pyenv's newer 3.11 (nox's); the same version
+    as the base is not tested twice."""
+    base = BasePython(str(fake_python(tmp_path / "venv", "python3", "3.11.7")), (3, 11, 7))
+    offered = [fake_python(tmp_path / "py312", "python3", "3.12.3"), Path(base.path)]
+    debian = fake_python(tmp_path / "usr", "python3", "3.11.2")
+
+    def versions(distribution: Path) -> list[tuple[int, ...]]:  # the running Python may add its minor
+        found = other_pythons(base, offered, distribution=distribution)
+        return [p.version for p in found if Path(p.path).is_relative_to(tmp_path)]
+
+    assert versions(debian) == [(3, 12, 3), (3, 11, 2)]
+    assert versions(fake_python(tmp_path / "same", "python3", "3.11.7")) == [(3, 12, 3)]
+    assert versions(tmp_path / "none") == [(3, 12, 3)]
