@@ -42,7 +42,7 @@ UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
 OTHER_PYTHONS_TESTS = (
     "tests/interpreter",
     "tests/upstream_env/test_setup_py.py",
-    "tests/upstream_env/test_cold_cache_sources_upstream.py",
+    "tests/upstream_env/test_setup_py_upstream.py",
     "tests/gpukit/test_parts.py::test_unpack_extracts_sources_and_refuses_members_out_of_the_destination",
     "tests/upstream_env/test__streampetr_numpy_compat.py",
     "tests/loader/frames",
