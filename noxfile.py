@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -113,17 +115,26 @@ def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) ->
     return str(python)
 
 
-def apply_and_ensure_upstream_env(session: nox.Session) -> str:
-    """Apply the series to the pinned checkout, build the shared OpenMMLab env once; its python."""
-    run_tool(session, BASE_PYTHON, "overlaytool", "apply")
-    run_tool(session, BASE_PYTHON, "upstream_env", "build")
-    return str(UPSTREAM_PYTHON)
+@contextmanager
+def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = True) -> Iterator[str]:
+    """Apply the series (unless `apply` is false) and build the shared OpenMMLab env as needed, then hold
+    a claim on it while the session runs from it: a build elsewhere (another node of a cluster) waits for
+    the claim instead of changing the env under the session (docs/upstream-env.md#jobs-running-from-the-env).
+    Yields the env's python."""
+    from upstream_env import ENV_DIR, claim_env
 
-
-def ensure_upstream_env(session: nox.Session) -> str:
-    """The shared OpenMMLab env's python, built once (no apply: the checkout is left as it is)."""
-    run_tool(session, BASE_PYTHON, "upstream_env", "build")
-    return str(UPSTREAM_PYTHON)
+    if apply:
+        run_tool(session, BASE_PYTHON, "overlaytool", "apply")
+    check = [BASE_PYTHON, "-m", "upstream_env", "path"]  # exit 0: current (as its builder's Python sees it)
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+    for _ in range(3):  # a build elsewhere may change the env between this build and the claim
+        run_tool(session, BASE_PYTHON, "upstream_env", "build", *build_args)
+        with claim_env(ENV_DIR, session.name):
+            if subprocess.run(check, env=env, capture_output=True).returncode:
+                continue
+            yield str(UPSTREAM_PYTHON)
+            return
+    session.error("other builds changed the OpenMMLab env three times between this build and its claim")
 
 
 def with_data_root(session: nox.Session, python: str, args: Sequence[str]) -> list[str]:
@@ -153,9 +164,9 @@ def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env:
     """Apply, build the OpenMMLab env, then `python -m module fixed.. <session arguments>` with
     `--data-root` defaulting to the synthetic data set. `in_env`: the module runs in the OpenMMLab
     env (it imports mmcv); otherwise nox's python runs it and it starts the env's python itself."""
-    python = apply_and_ensure_upstream_env(session)
-    args = with_data_root(session, python, session.posargs)
-    run_tool(session, python if in_env else BASE_PYTHON, module, *fixed, *args)
+    with upstream_env_claim(session) as python:
+        args = with_data_root(session, python, session.posargs)
+        run_tool(session, python if in_env else BASE_PYTHON, module, *fixed, *args)
 
 
 # --- the main job --------------------------------------------------------------------------------
@@ -237,9 +248,9 @@ def tests(session: nox.Session) -> None:
             session.error(f"{skipped}; a CI run runs every tier: `nox -s fetch -- --from <mirror>` fills it")
         session.log(f"{skipped} (`nox -s fetch`, or `nox -s fetch -- --from <mirror>`)")
         return
-    python = apply_and_ensure_upstream_env(session)
-    pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
-    session.run(*pytest, *session.posargs, external=True, success_codes=codes)
+    with upstream_env_claim(session) as python:
+        pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
+        session.run(*pytest, *session.posargs, external=True, success_codes=codes)
 
 
 @nox.session
@@ -247,8 +258,8 @@ def tests_gpu(session: nox.Session) -> None:
     """The GPU tier (tests/gpu, `-m gpu`) inside the OpenMMLab env; where its torch or DALI sees no CUDA
     device, each test skips with one line."""
     refuse_args(session, "-m", why="it runs the gpu marker")
-    python = apply_and_ensure_upstream_env(session)
-    session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
+    with upstream_env_claim(session) as python:
+        session.run(python, "-m", "pytest", "-m", "gpu", "tests/gpu", *session.posargs, external=True)
 
 
 @nox.session
@@ -256,10 +267,10 @@ def proofs(session: nox.Session) -> None:
     """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 2
     and 4 ranks, on upstream's DataLoader and with `--validate`; the sharded 2-process resume."""
     refuse_args(session, "-m", why="it runs the proof marker")
-    python = apply_and_ensure_upstream_env(session)
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof
-    pytest = [python, "-m", "pytest", "-m", "stack and proof"]
-    session.run(*pytest, *session.posargs, external=True, success_codes=codes)
+    with upstream_env_claim(session) as python:
+        pytest = [python, "-m", "pytest", "-m", "stack and proof"]
+        session.run(*pytest, *session.posargs, external=True, success_codes=codes)
 
 
 @nox.session
@@ -324,11 +335,10 @@ def rebase(session: nox.Session) -> None:
         session.error("--train vets a candidate without changing anything: give it with --check <commit>")
     refuse_args(session, "--target", why="--train vets the StreamPETR series (the first target)")
     run_tool(session, BASE_PYTHON, "overlaytool", "rebase", *args)  # the dry run first: it must carry over
-    python = ensure_upstream_env(session)
     vet = [a for a in args if a != "--check"]
-    run_tool(
-        session, BASE_PYTHON, "forkwatch", "vet", *with_data_root(session, python, vet), "--python", python
-    )
+    with upstream_env_claim(session, apply=False) as python:
+        vet = [*with_data_root(session, python, vet), "--python", python]
+        run_tool(session, BASE_PYTHON, "forkwatch", "vet", *vet)
 
 
 @nox.session
@@ -336,10 +346,12 @@ def watch(session: nox.Session) -> None:
     """`rebase --check` (with `-- --train` also the vetting) against upstream's head and every fork of
     upstream/forks.toml: one summary; non-zero only when the state changed (`-- --sources F --out D`)."""
     args = list(session.posargs)
-    if "--train" in args:
-        python = ensure_upstream_env(session)
+    if "--train" not in args:
+        run_tool(session, BASE_PYTHON, "forkwatch", "watch", *args)
+        return
+    with upstream_env_claim(session, apply=False) as python:
         args = [*with_data_root(session, python, args), "--python", python]
-    run_tool(session, BASE_PYTHON, "forkwatch", "watch", *args)
+        run_tool(session, BASE_PYTHON, "forkwatch", "watch", *args)
 
 
 # --- environments and offline installs -----------------------------------------------------------
@@ -356,9 +368,8 @@ def cuda_build(session: nox.Session) -> None:
     """Build the OpenMMLab env with mmcv's CUDA ops (nvcc from the index where the host has none) and
     check them: a cubin per arch, linked CUDA runtime, `import mmcv.ops`; on a GPU, the ops run.
     Arguments go to the build (`-- --toolkit index --cuda-arch 9.0`). Not in `nox`: ~5 min here."""
-    run_tool(session, BASE_PYTHON, "overlaytool", "apply")
-    run_tool(session, BASE_PYTHON, "upstream_env", "build", "--cuda", *session.posargs)
-    run_tool(session, str(UPSTREAM_PYTHON), "upstream_env.cuda_check")
+    with upstream_env_claim(session, "--cuda", *session.posargs) as python:
+        run_tool(session, python, "upstream_env.cuda_check")
 
 
 @nox.session
@@ -379,8 +390,8 @@ def make_data(session: nox.Session) -> None:
 @nox.session
 def create_data(session: nox.Session) -> None:
     """StreamPETR's info pickles: `-- --root DIR --version v1.0-mini|v1.0-trainval [--out DIR]`."""
-    apply_and_ensure_upstream_env(session)
-    run_tool(session, BASE_PYTHON, "upstream_run", "create_data", *session.posargs)
+    with upstream_env_claim(session):
+        run_tool(session, BASE_PYTHON, "upstream_run", "create_data", *session.posargs)
 
 
 # --- the loader against the original -------------------------------------------------------------

@@ -15,6 +15,7 @@ class EnvBuildError(Exception):
 # the face (no third-party imports, cheap: imported at once, after EnvBuildError, which the modules import)
 from .build import BUILD_PREREQS, NO_DEPS, is_current, read_stamp  # noqa: E402
 from .build import build as build_env  # noqa: E402  (the module `build` stays the submodule)
+from .claims import claim_env  # noqa: E402
 from .cuda_toolkit import CUOBJDUMP, system_toolkit  # noqa: E402
 from .mmcv_wheel import SDIST, ensure_mmcv_wheel, probe, sdist  # noqa: E402
 from .mmdet3d_wheel import ensure_mmdet3d_wheel  # noqa: E402
@@ -32,7 +33,7 @@ from .runlog import BuildLog  # noqa: E402
 
 __all__ = [
     "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "ROOT", "SDIST", "BuildLog",
-    "EnvBuildError", "build_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python", "is_current",
-    "kept_units", "node_requirements", "normalise", "probe", "read_stamp", "requirement_name", "sdist",
-    "store_wheel", "system_toolkit", "wheel_cache", "with_dali", "without_node_torch",
+    "EnvBuildError", "build_env", "claim_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python",
+    "is_current", "kept_units", "node_requirements", "normalise", "probe", "read_stamp", "requirement_name",
+    "sdist", "store_wheel", "system_toolkit", "wheel_cache", "with_dali", "without_node_torch",
 ]  # fmt: skip

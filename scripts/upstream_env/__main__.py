@@ -4,7 +4,6 @@ upstream's tools inside the env (train, evaluate, create_data) are the `upstream
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,9 +20,16 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build or update the env (a no-op when it is current)")
     add_choices(b)
     b.add_argument(
-        "--force", action="store_true", help="rerun the install steps even when the stamp is current"
+        "--force",
+        action="store_true",
+        help="rerun the install steps even when the stamp is current (after the jobs running from the "
+        "env end, as every build that changes it)",
     )
-    b.add_argument("--clean", action="store_true", help="delete the env first (cached wheels are kept)")
+    b.add_argument(
+        "--clean",
+        action="store_true",
+        help="delete the env first, once the jobs running from it end (cached wheels are kept)",
+    )
     m = sub.add_parser(
         "mmcv-wheel",
         help="only the cached mmcv-full wheel `build` with these choices installs (made or reused), "
@@ -39,14 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     stamp = read_stamp(args.env)  # the choices are kept across --clean
     flags = {k: getattr(args, k) for k in ("cuda", "full_ops", "arch_list", "toolkit", "torch_from")}
     recorded = {k: v for k, v in (stamp or {}).items() if k in flags and flags[k] is None}
-    if args.command == "build" and args.clean and args.env.exists():
-        shutil.rmtree(args.env)
     chosen = {**recorded, **{k: v for k, v in flags.items() if v is not None}}
     try:
         if args.command == "mmcv-wheel":
             print(build(args.env, mmcv_only=True, **chosen))
         else:
-            build(args.env, force=args.force, **chosen)
+            build(args.env, force=args.force, clean=args.clean, **chosen)
     except EnvBuildError as exc:
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import shutil
@@ -15,6 +14,7 @@ from pathlib import Path
 from interpreter import venv_minor
 
 from . import EnvBuildError, node_torch
+from .claims import build_lock, wait_for_claims
 from .cuda_toolkit import DEFAULT_ARCHES
 from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
@@ -62,7 +62,7 @@ class Choices:
     """What a build was asked for; each persists in the stamp until a flag changes it."""
 
     cuda: bool | None = None  # --cuda / --no-cuda; None: auto (CUDA ops when the env's torch sees a
-    # GPU, asked again at every check: an env auto built without a GPU is rebuilt where torch sees one)
+    # GPU; an env that has them keeps them on a host without one: they run the CPU ops too)
     full_ops: bool = False  # --full-ops / --reduced-ops
     arch_list: tuple[str, ...] = DEFAULT_ARCHES  # --cuda-arch (CUDA builds)
     toolkit: str = "auto"  # --toolkit: where nvcc comes from (not hashed: the same wheel either way)
@@ -86,11 +86,14 @@ def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
     return resolve(stamp, cuda=requested).cuda
 
 
-def resolve_ops(python: Path, requested: bool | None) -> tuple[bool, str]:
-    """Whether the env gets mmcv's CUDA ops, and why: the flag given, else (auto) whether the env's
-    torch sees a GPU now (asked through `probe`)."""
+def resolve_ops(python: Path, requested: bool | None, stamp: dict | None = None) -> tuple[bool, str]:
+    """Whether the env gets mmcv's CUDA ops, and why: the flag given; else (auto) the CUDA ops of an env
+    `stamp` says auto gave them (never downgraded: they serve a host without a GPU too, and a node that
+    shares the env keeps them); else whether the env's torch sees a GPU now (asked through `probe`)."""
     if requested is not None:
         return requested, "--cuda" if requested else "--no-cuda"
+    if stamp and stamp.get("cuda") is None and stamp.get("cuda_ops") is True:
+        return True, "auto: kept the CUDA ops an auto build gave the env where torch saw a GPU"
     info = probe(python)
     build = f"CUDA {info['cuda']} build" if info["cuda"] else "CPU build"
     sees = "sees a GPU" if info["cuda_available"] else "sees no GPU"
@@ -129,15 +132,16 @@ def read_stamp(env: Path) -> dict | None:
 def is_current(
     env: Path = ENV_DIR, cuda: bool | None = None, full_ops: bool | None = None, **flags: object
 ) -> bool:
-    """The env exists, was built from the current inputs with the resolved choices (auto: what the
-    env's torch decides now), and still holds the mmcv `_ext` library its build installed."""
+    """The env exists, was built from the current inputs with the resolved choices (auto: CUDA ops it
+    has, else what the env's torch decides now), and still holds the mmcv `_ext` library its build
+    installed."""
     stamp = read_stamp(env)
     python = env_python(env)
     if not python.exists() or stamp is None:
         return False
     choices = resolve(stamp, cuda=cuda, full_ops=full_ops, **flags)
     try:
-        cuda_ops, _ = resolve_ops(python, choices.cuda)
+        cuda_ops, _ = resolve_ops(python, choices.cuda, stamp)
     except EnvBuildError:  # the env's torch does not import: rebuild it
         return False
     return stamp.get("digest") == digest(choices, cuda_ops) and _installed_ext_is_stamped(env, stamp)
@@ -194,17 +198,27 @@ def _install_compat(python: Path) -> None:
     (site / "_streampetr_numpy_compat.pth").write_text(f"import {COMPAT_MODULE.stem}\n")
 
 
-def build(env: Path = ENV_DIR, *, force: bool = False, mmcv_only: bool = False, **flags: object) -> Path:
+def build(
+    env: Path = ENV_DIR,
+    *,
+    force: bool = False,
+    clean: bool = False,
+    mmcv_only: bool = False,
+    **flags: object,
+) -> Path:
     """Make `env` match the requirement files; a no-op when its stamp is current. `flags`: the
-    fields of `Choices` given on the command line (None: keep the recorded one). Returns its python.
+    fields of `Choices` given on the command line (None: keep the recorded one, also across `clean`,
+    which deletes the env first). Returns its python. A build that changes the env first waits for
+    the jobs that run from it (`claims.py`), `force` and `clean` too.
     `mmcv_only`: only the venv, its build prerequisites and the cached mmcv-full wheel of these
     choices (`python -m upstream_env mmcv-wheel`: a node compiles it while the rest of its kit
     travels); the build with the same choices then reuses that wheel. Returns the wheel's folder."""
     python = env_python(env)
-    choices = resolve(read_stamp(env), **flags)
+    stamp = read_stamp(env)
+    choices = resolve(stamp, **flags)
 
     def up_to_date() -> bool:
-        if force or mmcv_only or not is_current(env, **asdict(choices)):
+        if force or clean or mmcv_only or not is_current(env, **asdict(choices)):
             return False
         stamp = read_stamp(env) or {}
         print(f"upstream env is up to date ({env}, mmcv ops: {_ops_name(choices, stamp)}).", file=sys.stderr)
@@ -212,10 +226,14 @@ def build(env: Path = ENV_DIR, *, force: bool = False, mmcv_only: bool = False, 
 
     if up_to_date():
         return python
-    env.parent.mkdir(parents=True, exist_ok=True)
-    with open(env.parent / f".{env.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; a waiting one then finds it current
-        return python if up_to_date() else _build(env, python, choices, mmcv_only=mmcv_only)
+    what = "--clean" if clean else "--force" if force else "mmcv-wheel" if mmcv_only else "the build"
+    with build_lock(env, f"upstream_env build ({what})"):  # one build at a time; no new claim meanwhile
+        if up_to_date():  # a build that held the lock made it current
+            return python
+        wait_for_claims(env, f"{what} of the upstream env")  # never changed under a running job
+        if clean and env.exists():
+            shutil.rmtree(env)
+        return _build(env, python, choices, stamp=stamp, mmcv_only=mmcv_only)
 
 
 def _ops_name(choices: Choices, stamp: dict) -> str:
@@ -226,12 +244,17 @@ def _ops_name(choices: Choices, stamp: dict) -> str:
     return f"{kind}, {ops}{arches}"
 
 
-def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False) -> Path:
+def _build(
+    env: Path, python: Path, choices: Choices, *, stamp: dict | None = None, mmcv_only: bool = False
+) -> Path:
+    """The build steps; `stamp`: the env's before this build (auto keeps the CUDA ops it records)."""
     log = BuildLog(LOG_FILE, total_steps=3 if mmcv_only else 6)
     what = "the mmcv-full wheel of the upstream env" if mmcv_only else "the upstream env"
     log.say(f"building {what} at {env}; full output in {LOG_FILE}")
     total = time.monotonic()
     constraints, requirements = CONSTRAINTS, REQUIREMENTS
+    if not mmcv_only:
+        (env / STAMP).unlink(missing_ok=True)  # an env is what its stamp says: none while it changes
     try:
         # new, or made by another Python than the one it is built with now ($STREAMPETR_PYTHON)
         fresh = not python.exists() or (not choices.torch_from and venv_minor(env) != _base_minor())
@@ -251,7 +274,8 @@ def _build(env: Path, python: Path, choices: Choices, *, mmcv_only: bool = False
         log.done(started, timing="torch" if fresh else None)
 
         started = log.begin("mmcv-full wheel with compiled ops (cached)")
-        cuda_ops, why = resolve_ops(python, choices.cuda)
+        same_torch = stamp is not None and stamp.get("torch_from") == choices.torch_from
+        cuda_ops, why = resolve_ops(python, choices.cuda, stamp if same_torch else None)
         log.say(f"      mmcv ops: {'CUDA' if cuda_ops else 'CPU'} ({why})")
         mmcv_dir = ensure_mmcv_wheel(
             python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit

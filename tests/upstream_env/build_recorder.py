@@ -36,7 +36,14 @@ def record_builds(monkeypatch: pytest.MonkeyPatch, mmcv_runs: list | None = None
     builds: list[builder.Choices] = []
     fake_probe(monkeypatch)
 
-    def fake_build(env: Path, python: Path, choices: builder.Choices, *, mmcv_only: bool = False) -> Path:
+    def fake_build(
+        env: Path,
+        python: Path,
+        choices: builder.Choices,
+        *,
+        stamp: dict | None = None,
+        mmcv_only: bool = False,
+    ) -> Path:
         if mmcv_only:
             assert mmcv_runs is not None, "an mmcv-wheel run nobody expected"
             mmcv_runs.append(choices)

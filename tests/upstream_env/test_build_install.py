@@ -5,7 +5,7 @@ pip keeps an installed `mmcv-full 1.6.0` whatever build it is, so a build that o
 place (CPU ops under a `"cuda": true` stamp). Here the builder's `_build` runs for real on a real
 venv with its heavy parts (torch, the compile, mmdet3d's build) replaced by tiny wheels: every
 switch of the ops choices must leave the installed `mmcv/_ext` equal to the chosen wheel's file, and
-an auto-built env must follow what the env's torch sees now.
+an auto-built env gets CUDA ops once the env's torch sees a GPU (and keeps them).
 """
 
 from __future__ import annotations
@@ -14,63 +14,12 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_wheels import EXT, tiny_mmcv, tiny_mmdet3d
+from tiny_wheels import EXT, Wheels
 from upstream_env import EnvBuildError, mmcv_wheel
 from upstream_env import build as builder
 from upstream_env.build import STAMP, is_current, read_stamp
 
 pytestmark = pytest.mark.slow  # about 40 CPU-s: ~45 pip runs in fresh venvs
-GPU_INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "torch_site": "/nowhere"}
-BUILDS = {  # (cuda ops, full set, arch list) -> the name its tiny wheel's `_ext` bytes carry
-    (False, False, None): "cpu-reduced",
-    (False, True, None): "cpu-full",
-    (True, False, ("8.0", "8.6", "8.9", "9.0")): "cuda-reduced-arch8.0..9.0",
-    (True, False, ("9.0",)): "cuda-reduced-arch9.0",
-    (True, True, ("9.0",)): "cuda-full-arch9.0",
-}
-
-
-class Wheels:
-    """The cached-wheel folders the faked `ensure_mmcv_wheel` serves, one per build; the GPU the
-    faked probe reports (`gpu`); the flavours asked for."""
-
-    def __init__(self, root: Path) -> None:
-        self.gpu = False
-        self.asked: list[str] = []
-        self.ext = {build: tiny_mmcv(root / build, build) for build in BUILDS.values()}
-        self.root = root
-
-    def info(self, python: Path) -> dict:
-        return {**GPU_INFO, "cuda_available": self.gpu}
-
-    def ensure(self, python, log, cuda=None, full_ops=False, arches=None, toolkit="auto"):  # noqa: ANN001, ANN201
-        cuda_ops = mmcv_wheel.want_cuda_ops(self.info(python), cuda)  # as the real one resolves
-        build = BUILDS[(cuda_ops, bool(full_ops), tuple(arches) if cuda_ops else None)]
-        self.asked.append(build)
-        return self.root / build
-
-
-@pytest.fixture
-def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Wheels:
-    """The builder with tiny inputs: requirements `mmcv-full==1.6.0`, no index, no torch."""
-    wheels = Wheels(tmp_path / "wheels")
-    requirements, constraints = tmp_path / "upstream.txt", tmp_path / "constraints.txt"
-    requirements.write_text("mmcv-full==1.6.0\n")
-    constraints.write_text("")
-    monkeypatch.setattr(builder, "REQUIREMENTS", requirements)
-    monkeypatch.setattr(builder, "CONSTRAINTS", constraints)
-    monkeypatch.setattr(builder, "LOG_FILE", tmp_path / "build.log")
-    monkeypatch.setattr(builder, "BUILD_PREREQS", ("pip",))  # already in the venv: no download
-    monkeypatch.setattr(builder, "NO_DEPS", ())
-    monkeypatch.setattr(builder, "IMPORT_CHECK", "import mmcv, mmdet3d")
-    monkeypatch.setattr(builder, "probe", wheels.info)
-    monkeypatch.setattr(builder, "ensure_mmcv_wheel", wheels.ensure)
-    monkeypatch.setattr(
-        builder, "ensure_mmdet3d_wheel", lambda python, log: tiny_mmdet3d(tmp_path / "m3d").parent
-    )
-    monkeypatch.setenv("PIP_NO_INDEX", "1")  # everything from the wheel folders
-    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-    return wheels
 
 
 def installed_ext(env: Path) -> bytes:
@@ -143,5 +92,5 @@ def test_an_auto_env_built_without_a_gpu_is_rebuilt_with_cuda_ops_where_torch_se
     assert login["cuda_ops_why"] == "auto: torch 2.14.1+cu130 (CUDA 13.0 build) sees no GPU"
     assert node["cuda"] is None, "still auto: a later build follows the host again"
     assert node["cuda_ops"] is True and node["cuda_ops_why"].endswith("(CUDA 13.0 build) sees a GPU")
-    wheels.gpu = False  # back on the login node, auto means CPU ops again (`--cuda` pins them)
-    assert not is_current(env)
+    wheels.gpu = False  # back on the login node: the CUDA ops serve it too, auto keeps them
+    assert is_current(env), "auto never downgrades an env that has CUDA ops (test_build_cluster.py)"
