@@ -1,8 +1,9 @@
 """Who uses the upstream env now: the claims of the jobs that run from it, and the build lock.
 
 A session that runs from the env (train, evaluate, the stack tests, ...) holds a claim while it runs:
-`.<env>.claims/<host>-<pid>.json` beside the env (pid, host, session, since; written atomically), on
-which its process holds a shared `flock`. A build that must change the env first takes the build lock
+`.<env>.claims/<host>-<pid>.json` beside the env (pid, host, session, since), on which its process
+holds a shared `flock`, written and locked while it holds the build lock's shared side (no build
+looks at the claims meanwhile). A build that must change the env first takes the build lock
 (`.<env>.lock`, exclusive; it names its holder inside), then waits until no claim's `flock` is held,
 saying whom it waits for. The kernel, or the NFS server, releases a job's `flock` when the job ends or
 dies, so a claim whose lock can be taken is stale: it is removed, by name, whatever its file says. A
@@ -83,17 +84,16 @@ def claim_env(env: Path, session: str, say: Callable[[str], None] | None = None)
             lambda: f"waits for the build of {env} by {_builder(env)}",
             say,
         )
+        # written and locked under the build lock's shared side: no build scans the claims meanwhile
         path = folder / f"{_safe(_host())}-{os.getpid()}.json"
-        partial = folder / f".{path.name}.{time.monotonic_ns()}.tmp"
-        fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            _lock(fd, path, fcntl.LOCK_SH, lambda: "", say)
             os.write(fd, _me(session))
             os.fsync(fd)
-            _lock(fd, partial, fcntl.LOCK_SH, lambda: "", say)  # before it has a name: never seen unlocked
-            os.replace(partial, path)
         except BaseException:
             os.close(fd)
-            partial.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
             raise
     finally:
         os.close(lock)  # new claims and builds may go on; a build now waits for this claim
@@ -169,9 +169,7 @@ def live_claims(env: Path, say: Callable[[str], None]) -> list[tuple[Path, str]]
         return []
     for name in names:
         path = claims_dir(env) / name
-        if name.startswith("."):  # a claim being written, or NFS's `.nfs*` of a released one
-            if name.endswith(".tmp"):
-                _remove_if_free(path)
+        if name.startswith("."):  # NFS's `.nfs*` of a released claim
             continue
         try:
             fd = os.open(path, os.O_RDWR)
@@ -189,18 +187,6 @@ def live_claims(env: Path, say: Callable[[str], None]) -> list[tuple[Path, str]]
         finally:
             os.close(fd)
     return live
-
-
-def _remove_if_free(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        return
-    try:
-        if _try_lock(fd, fcntl.LOCK_EX, path):
-            path.unlink(missing_ok=True)
-    finally:
-        os.close(fd)
 
 
 def _lock(fd: int, path: Path, op: int, waiting: Callable[[], str], say: Callable[[str], None]) -> None:
