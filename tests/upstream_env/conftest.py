@@ -34,6 +34,9 @@ def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201  (t
     monkeypatch.setattr(
         builder, "ensure_mmdet3d_wheel", lambda python, log: tiny_mmdet3d(tmp_path / "m3d").parent
     )
+    monkeypatch.setenv(
+        "STREAMPETR_DALI_CACHE", str(tmp_path / "cache")
+    )  # its step timings: not the user's ETAs
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # everything from the wheel folders
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
     return wheels
