@@ -25,11 +25,11 @@ from .runcase import RESULT_TAG
 
 def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np.ndarray], ...]]:
     """``(jpegs, decode_starts, decode_shapes)`` of the loader's first ``count`` iterations."""
-    from dali_streampetr import DaliStreamLoader, loader_config_from
+    from dali_streampetr import build_loader, loader_config_from
     from dali_streampetr.toolkit import DECODE_SHAPE, DECODE_START, ImageSource
 
     lcfg = loader_config_from(cfg, roi_decode=True)
-    loader = DaliStreamLoader(lcfg, data_root, rank=0, world_size=1, seed=0)
+    loader = build_loader(lcfg, data_root, rank=0, world_size=1, seed=0)
     source = ImageSource(lcfg, loader.planner, loader.frames, 0)
     out = []
     for i in range(count):

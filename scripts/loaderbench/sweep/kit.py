@@ -51,7 +51,7 @@ def loader_config(profile: str, threads: int, device: str) -> Any:
 
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """One configuration in this process, measured like :func:`.runcase.run` measures its own."""
-    from dali_streampetr import DaliStreamLoader
+    from dali_streampetr import build_loader
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)
@@ -59,7 +59,9 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     load0 = os.getloadavg()
     with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
         t0 = time.perf_counter()
-        loader = DaliStreamLoader(cfg, spec["data_root"], seed=0, device_id=0 if on_gpu else None)
+        loader = build_loader(
+            cfg, spec["data_root"], rank=0, world_size=1, seed=0, device_id=0 if on_gpu else None
+        )
         build_s = time.perf_counter() - t0
         result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
         if spec["handover_calls"] > 0:
