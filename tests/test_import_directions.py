@@ -2,7 +2,8 @@
 import each other (read from the code, lazy imports inside functions included); inside
 overlaytool, no module imports from a floor above its own; and every package, the noxfile and
 overlay/tools reach another package only through its faces (:data:`FACES`): its root, a name of its
-``__all__``, and for the loader its toolkit module."""
+``__all__``, and for the loader its toolkit module; and nothing outside the loader package builds
+the loader past its builders (:data:`BUILDERS`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = ("scripts", "overlay")
+PACKAGE_ROOTS = (*SOURCE_ROOTS, "overlay/tools")  # overlay/tools/<package>: what lands in upstream's tools/
 
 
 def package_imports(roots: list[Path]) -> dict[str, set[str]]:
@@ -37,8 +39,8 @@ def mutual(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 
 def test_no_two_packages_import_each_other() -> None:
-    edges = package_imports([REPO_ROOT / r for r in SOURCE_ROOTS])
-    assert {"wheelhouse", "gpukit", "slurm_local", "dali_streampetr"} <= edges.keys()
+    edges = package_imports([REPO_ROOT / r for r in PACKAGE_ROOTS])
+    assert {"wheelhouse", "gpukit", "slurm_local", "dali_streampetr", "tool_hooks"} <= edges.keys()
     assert "gpukit" in edges["wheelhouse"]  # the one direction: the wheelhouse builds the kit
     assert mutual(edges) == []
 
@@ -150,6 +152,7 @@ FACES = {
     "upstream_env": {"upstream_env"},
     "upstream_run": {"upstream_run"},
     "wheelhouse": {"wheelhouse"},
+    "tool_hooks": {"tool_hooks"},  # the hooks of upstream's tools/ (the patches' face: test_patch_hooks.py)
     "dali_streampetr": {
         "dali_streampetr",  # the entry points
         "dali_streampetr.toolkit",  # the tools' parts
@@ -159,9 +162,10 @@ FACES = {
 
 
 def importers(repo: Path) -> dict[Path, str]:
-    """Every Python file of scripts/, overlay/ and the noxfile -> the package (folder) it belongs to."""
+    """Every Python file of scripts/, overlay/ and the noxfile -> the package (folder) it belongs to
+    (a package of overlay/tools/ is its own)."""
     files = {repo / "noxfile.py": "noxfile"}
-    for root in SOURCE_ROOTS:
+    for root in PACKAGE_ROOTS:
         for path in (repo / root).rglob("*.py"):
             parts = path.relative_to(repo / root).parts
             files[path] = parts[0] if len(parts) > 1 else path.stem
@@ -193,7 +197,7 @@ def past_the_faces(repo: Path, faces: dict[str, set[str]], exported: dict[str, s
 
 
 def packages(repo: Path) -> set[str]:
-    return {p.parent.name for root in SOURCE_ROOTS for p in (repo / root).glob("*/__init__.py")}
+    return {p.parent.name for root in PACKAGE_ROOTS for p in (repo / root).glob("*/__init__.py")}
 
 
 def test_every_package_is_reached_through_its_faces_only() -> None:
@@ -204,8 +208,9 @@ def test_every_package_is_reached_through_its_faces_only() -> None:
 
 def test_every_name_of_a_face_is_there() -> None:
     """A scripts/ face lists only names its modules define, none named like a submodule (which would
-    hide the name once the submodule is imported); the loader's face is the loader's own tests'."""
-    for name in FACES.keys() - {"dali_streampetr"}:
+    hide the name once the submodule is imported); the loader's face is the loader's own tests', and
+    so is the hooks' (tests/tool_hooks/: its names need mmcv)."""
+    for name in FACES.keys() - {"dali_streampetr", "tool_hooks"}:
         face = importlib.import_module(name)
         folder = Path(face.__file__).parent
         modules = {p.stem for p in folder.glob("*.py")} | {
@@ -228,7 +233,7 @@ def test_an_import_past_the_faces_is_named(tmp_path: Path) -> None:
             "def f():\n    from tool.cli import main\n    import dali_streampetr.runner.collate\n"
         ),
         "overlay/dali_streampetr/__init__.py": "",
-        "overlay/tools/driver.py": "from dali_streampetr.toolkit import ImageSource\nfrom other import use\n",
+        "overlay/tools/hooks/driver.py": "from dali_streampetr.toolkit import Source\nimport other.use\n",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(body)
@@ -241,9 +246,54 @@ def test_an_import_past_the_faces_is_named(tmp_path: Path) -> None:
     assert packages(tmp_path) == faces.keys()
     assert past_the_faces(tmp_path, faces, exported) == [
         "noxfile.py:2 tool.cli",
-        "overlay/tools/driver.py:2 other.use",
+        "overlay/tools/hooks/driver.py:2 other.use",
         "scripts/other/use.py:2 tool.cli",
         "scripts/other/use.py:4 tool.cli",
         "scripts/other/use.py:5 dali_streampetr.runner.collate",
         "scripts/tool/cli.py:2 other.deep",
+    ]
+
+
+# The loader's classes -> the builder a caller outside the loader package builds one with (the
+# builders read the config once, take the distributed arguments, and check what they are given).
+BUILDERS = {"DaliStreamLoader": "build_loader", "DaliDataLoader": "build_dali_loader"}
+
+
+def built_past_the_builders(repo: Path, builders: dict[str, str]) -> list[str]:
+    """``file:line Class(...)`` of every call of a loader class in scripts/, overlay/ (outside the
+    loader package) and the noxfile, with the builder to call instead."""
+    found = []
+    for path, owner in sorted(importers(repo).items()):
+        if owner == "dali_streampetr":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if called in builders:
+                    where = f"{path.relative_to(repo).as_posix()}:{node.lineno}"
+                    found.append(f"{where} {called}(...): build it with {builders[called]}")
+    return found
+
+
+def test_no_script_builds_the_loader_past_its_builders() -> None:
+    assert built_past_the_builders(REPO_ROOT, BUILDERS) == []
+
+
+def test_a_loader_built_past_its_builder_is_named(tmp_path: Path) -> None:
+    for rel, body in {
+        "scripts/bench/run.py": (
+            "from dali_streampetr import DaliStreamLoader, build_loader\n"
+            "a = DaliStreamLoader(cfg, root)\nb = build_loader(cfg, root)\n"
+        ),
+        "scripts/bench/deep.py": "import dali_streampetr as d\n\ndef f():\n    return d.DaliStreamLoader()\n",
+        "overlay/dali_streampetr/loader.py": "def build_loader(c, r):\n    return DaliStreamLoader(c, r)\n",
+        "overlay/tools/hooks/choice.py": "from dali_streampetr import DaliDataLoader\nDaliDataLoader(x)\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    (tmp_path / "noxfile.py").write_text("")
+    assert built_past_the_builders(tmp_path, BUILDERS) == [
+        "overlay/tools/hooks/choice.py:2 DaliDataLoader(...): build it with build_dali_loader",
+        "scripts/bench/deep.py:4 DaliStreamLoader(...): build it with build_loader",
+        "scripts/bench/run.py:2 DaliStreamLoader(...): build it with build_loader",
     ]

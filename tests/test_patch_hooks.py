@@ -1,7 +1,9 @@
-"""The patches reach the overlay's loader package through one face: every line a patch adds that
-imports ``dali_streampetr`` is ``from dali_streampetr.runner import <names>``, and each name is one
-that ``dali_streampetr.runner`` exports. Hook logic for the plugin's files lives behind that face
-(``tools/*.py`` reach theirs as modules of ``overlay/tools/``)."""
+"""The patches reach the overlay through two faces: every line a patch adds that imports
+``dali_streampetr`` is ``from dali_streampetr.runner import <names>``, each name one that
+``dali_streampetr.runner`` exports (the hook logic of the plugin's files); every line that imports
+what the overlay puts in upstream's ``tools/`` (beside ``tools/train.py`` and ``tools/test.py``) is
+``from tool_hooks import <names>``, each name one that ``tool_hooks`` exports (the hooks' home,
+``overlay/tools/tool_hooks/``)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import re
 from pathlib import Path
 
 import dali_streampetr.runner
+import tool_hooks
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TOOLS = REPO_ROOT / "overlay" / "tools"
 IMPORT = re.compile(r"^\+\s*(?:from|import)\s+(dali_streampetr\S*)(?:\s+import\s+(.+))?$")
 
 
@@ -37,6 +41,54 @@ def face_problems(patch_dir: Path) -> list[str]:
             problems += [f"{patch.name}: {n} is not exported by dali_streampetr.runner" for n in names
                          if n not in exported]  # fmt: skip
     return problems
+
+
+ADDED_IMPORT = re.compile(r"^\+\s*(?:from\s+(\S+)\s+import\s+(.+)|import\s+(\S+))$")
+
+
+def home_problems(patch_dir: Path, tools: Path, exported: set[str]) -> list[str]:
+    """Every added import of a module or package of ``tools`` (the overlay's ``tools/``), a module of
+    its packages by its bare name included, that is not ``from tool_hooks import <a name of exported>``."""
+    home = {p.stem for p in tools.rglob("*.py")} - {"__init__"}
+    home |= {p.parent.name for p in tools.rglob("__init__.py")}
+    problems = []
+    for patch in sorted(patch_dir.glob("*.patch")):
+        for line in patch.read_text(encoding="utf-8").splitlines():
+            m = None if line.startswith("+++") else ADDED_IMPORT.match(line.split("#", 1)[0].rstrip())
+            module = m and (m.group(1) or m.group(3))
+            if not module or module.split(".")[0] not in home:
+                continue
+            if module != "tool_hooks":
+                problems.append(f"{patch.name}: imports {module}, not through tool_hooks")
+                continue
+            names = [n.strip().split(" as ")[0] for n in m.group(2).strip("() ").split(",") if n.strip()]
+            problems += [f"{patch.name}: {n} is not exported by tool_hooks" for n in set(names) - exported]
+    return problems
+
+
+def test_every_patch_reaches_the_hooks_home_through_its_face() -> None:
+    assert home_problems(REPO_ROOT / "patches" / "streampetr", TOOLS, set(tool_hooks.__all__)) == []
+
+
+def test_a_patch_importing_a_hook_module_by_name_is_named(tmp_path: Path) -> None:
+    tools, patches = tmp_path / "tools", tmp_path / "patches"
+    for rel in ("tool_hooks/__init__.py", "tool_hooks/loader_choice.py", "loose.py"):
+        (tools / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tools / rel).write_text("")
+    patches.mkdir()
+    (patches / "a.patch").write_text(
+        "+    from loader_choice import training_sets  # a module of the package by name\n"
+        "+from tool_hooks.loader_choice import training_sets\n"
+        "+        from tool_hooks import training_sets, not_a_name\n"
+        "+import loose\n"
+        "+from mmcv.runner import init_dist  # not the overlay's\n"
+    )
+    assert home_problems(patches, tools, {"training_sets"}) == [
+        "a.patch: imports loader_choice, not through tool_hooks",
+        "a.patch: imports tool_hooks.loader_choice, not through tool_hooks",
+        "a.patch: not_a_name is not exported by tool_hooks",
+        "a.patch: imports loose, not through tool_hooks",
+    ]
 
 
 def test_every_patch_reaches_the_overlay_through_the_runner_face() -> None:

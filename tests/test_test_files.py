@@ -2,7 +2,8 @@
 test files share lives in a helper module); every package has a test folder that mirrors it and
 names each of its test files after a module of the package's folder it mirrors (read from the code,
 lazy imports inside functions included), and every other test folder is listed as testing several
-packages together; every module of tests/ has a name no other has."""
+packages together; the overlay's ``tools/`` holds packages only (the hooks' home, no loose
+modules); every module of tests/ has a name no other has."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from tiers import TIERS
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-# tests/<folder> -> the package folder it mirrors, folder by folder: one per package of scripts/ and overlay/
+# tests/<folder> -> the package folder it mirrors, folder by folder: one per package of scripts/, overlay/
+# and overlay/tools/ (what lands in upstream's tools/, beside the patched scripts)
 MIRRORS = {
     "batchview": "scripts/batchview",
     "equivalence": "scripts/equivalence",
@@ -26,15 +28,16 @@ MIRRORS = {
     "overlaytool": "scripts/overlaytool",
     "slurm_local": "scripts/slurm_local",
     "synthdata": "scripts/synthdata",
+    "tool_hooks": "overlay/tools/tool_hooks",
     "upstream_env": "scripts/upstream_env",
     "upstream_run": "scripts/upstream_run",
     "wheelhouse": "scripts/wheelhouse",
 }
 # tests/<folder> that tests several packages together, and what it tests
 ACROSS = {
-    "gpu": "the GPU tier: the loader's GPU graph and the driver check on a CUDA device",
+    "gpu": "the GPU tier: the loader's GPU graph on a CUDA device",
     "upstream": "the upstream tier end to end: the series on the pin, the plugin, training, evaluation",
-    "slurm": "SLURM end to end: the local cluster with overlay/tools/slurm_env.py, the smoke run, requeue",
+    "slurm": "SLURM end to end: the local cluster with overlay/tools/tool_hooks, the smoke run, requeue",
 }
 
 
@@ -94,15 +97,19 @@ def test_the_mirrored_folders_name_their_test_files_after_modules() -> None:
 
 
 def unplaced(root: Path, mirrors: dict[str, str], across: dict[str, str]) -> list[str]:
-    """What breaks the layout of ``root``/tests: a package of scripts/ or overlay/ that no test folder
-    mirrors, and a test folder that neither mirrors a package nor is listed as testing several."""
-    packages = {p.parent.relative_to(root).as_posix() for p in root.glob("*/*/__init__.py")}
-    packages = {p for p in packages if p.split("/")[0] in ("scripts", "overlay")}
+    """What breaks the layout of ``root``/tests: a package of scripts/, overlay/ or overlay/tools/ that
+    no test folder mirrors, a module loose in overlay/tools/ (outside every package, so mirrored by
+    none), and a test folder that neither mirrors a package nor is listed as testing several."""
+    globs = ("scripts/*/__init__.py", "overlay/*/__init__.py", "overlay/tools/*/__init__.py")
+    packages = {p.parent.relative_to(root).as_posix() for g in globs for p in root.glob(g)}
+    loose = sorted(p.relative_to(root).as_posix() for p in root.glob("overlay/tools/*.py"))
     folders = {p.name for p in (root / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
     missing = {code for folder, code in mirrors.items() if folder not in folders}
-    return [f"{p}: no test folder mirrors it" for p in sorted(packages - set(mirrors.values()) | missing)] + [
-        f"tests/{f}: mirrors no package" for f in sorted(folders - mirrors.keys() - across.keys())
-    ]
+    return (
+        [f"{p}: no test folder mirrors it" for p in sorted(packages - set(mirrors.values()) | missing)]
+        + [f"{p}: a module outside every package" for p in loose]
+        + [f"tests/{f}: mirrors no package" for f in sorted(folders - mirrors.keys() - across.keys())]
+    )
 
 
 def test_every_package_has_its_mirror_and_every_test_folder_its_place() -> None:
@@ -112,13 +119,16 @@ def test_every_package_has_its_mirror_and_every_test_folder_its_place() -> None:
 def test_a_package_without_a_mirror_and_a_stray_test_folder_are_named(tmp_path: Path) -> None:
     for rel in ("scripts/a/__init__.py", "scripts/b/__init__.py", "overlay/c/__init__.py",
                 "scripts/d/__init__.py", "tests/a/x.py", "tests/c/y.py", "tests/tier/z.py",
-                "tests/stray/w.py"):  # fmt: skip
+                "tests/stray/w.py", "overlay/tools/hooks/__init__.py", "overlay/tools/e/__init__.py",
+                "overlay/tools/loose.py", "tests/hooks/v.py"):  # fmt: skip
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
-    mirrors = {"a": "scripts/a", "c": "overlay/c", "d": "scripts/d"}  # the folder d is missing
-    assert unplaced(tmp_path, mirrors, {"tier": "several packages"}) == [
+    mirrors = {"a": "scripts/a", "c": "overlay/c", "d": "scripts/d", "hooks": "overlay/tools/hooks"}
+    assert unplaced(tmp_path, mirrors, {"tier": "several packages"}) == [  # the folder d is missing
+        "overlay/tools/e: no test folder mirrors it",
         "scripts/b: no test folder mirrors it",
         "scripts/d: no test folder mirrors it",
+        "overlay/tools/loose.py: a module outside every package",
         "tests/stray: mirrors no package",
     ]
 

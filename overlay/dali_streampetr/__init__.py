@@ -30,6 +30,7 @@ _EXPORTS = {
     "loader_config_from": "config.reader",
     "ConfigValueError": "settings",
     "UnsupportedConfigError": "settings",
+    "uses_dali": "settings",
     "BATCH": "batch_schema",
     "batch_problems": "batch_schema",
     "LoaderFaultError": "pipeline.pipeline_errors",

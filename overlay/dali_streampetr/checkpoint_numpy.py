@@ -1,6 +1,6 @@
 """The numpy globals an mmcv checkpoint's pickle may name beyond torch's weights_only allowlist
-(numpy arrays, scalars and dtypes: a hook's message, say), for the probe of ``tools/auto_resume.py``
-and the loader's resume hook alike.
+(numpy arrays, scalars and dtypes: a hook's message, say), for the probe of
+``tools/tool_hooks/checkpoint_probe.py`` and the loader's resume hook alike.
 
 numpy 2 moved ``numpy.core`` to ``numpy._core``; a pickle names the module of the numpy that wrote
 it, so both names are allowed for the same functions: checkpoints written under numpy 1 resume.

@@ -182,6 +182,18 @@ class UnsupportedConfigError(ConfigValueError):
     """A config value upstream accepts but the DALI loader does not reproduce exactly."""
 
 
+def uses_dali(cfg: Any, split: str) -> bool:
+    """Whether ``split`` of a StreamPETR config (dict or mmcv ``Config``) reads through the DALI
+    loader, the one rule every caller asks (``tools/train.py``, ``tools/test.py``, ``--validate``):
+    ``train``, ``use_dali_pipeline``; ``val`` and ``test``, ``use_dali_test_pipeline``, by default
+    ``use_dali_pipeline``. Both default to False: upstream's DataLoader."""
+    if split not in ("train", "val", "test"):
+        raise ValueError(f"split={split!r}: 'train', 'val' or 'test'")
+    flag = cfg.get if hasattr(cfg, "get") else lambda key, default: getattr(cfg, key, default)
+    train = bool(flag("use_dali_pipeline", False))
+    return train if split == "train" else bool(flag("use_dali_test_pipeline", train))
+
+
 WAY_OUT = {
     "train": "Set use_dali_pipeline=False to train on upstream's DataLoader instead",
     "evaluate": "Set use_dali_test_pipeline=False to evaluate on upstream's DataLoader instead",

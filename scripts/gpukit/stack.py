@@ -9,7 +9,7 @@ From a stack kit (``nox -s wheelhouse -- --only stack-kit``; stdlib only, like t
    through ``wheelhouse.node_env``: the kit's wheels, index disabled);
 3. ``env``     the OpenMMLab env on the node's torch (``upstream_env build --torch-from`` with the same
    choices: it reuses that wheel);
-4. ``check``   the driver check (``tools/driver_check.py --dali``): with a GPU it must say ``GPU``;
+4. ``check``   the driver check (``tools/tool_hooks/driver_check.py --dali``): with a GPU it must say ``GPU``;
 5. ``data``    the synthetic data set;
 6. ``tests``   ``tests/gpu -m gpu`` (the loader's GPU tests and two training iterations on the GPU);
 7. ``train_dali``, ``train_torch``  ``upstream_run train`` on each loader (DALI with mixed decoding
@@ -138,7 +138,9 @@ class Stack:
         self.run(step, [*cmd, "--env", self.env_dir, "--torch-from", self.args.python, *ops])
 
     def check(self) -> None:
-        out = self.run("check", [self.vpy, self.src / "upstream/StreamPETR/tools/driver_check.py", "--dali"])
+        out = self.run(
+            "check", [self.vpy, self.src / "upstream/StreamPETR/tools/tool_hooks/driver_check.py", "--dali"]
+        )
         verdict = next((ln for ln in reversed(out.splitlines()) if ln.startswith("driver_check: ")), "")
         self.record("check", verdict=verdict)
         if self.gpu != verdict.startswith("driver_check: GPU"):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -121,3 +123,70 @@ def test_a_loader_built_from_read_settings_uses_them_as_they_are(tiny_root, monk
         assert loader.cfg is settings
     with pytest.raises(ConfigValueError, match="data_loading_config.num_threads"):
         build_loader(settings, tiny_root, num_threads=0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "train", "test"),
+    [
+        ({}, False, False),  # upstream's DataLoader everywhere
+        ({"use_dali_pipeline": True}, True, True),  # the test loader follows the training one
+        ({"use_dali_pipeline": True, "use_dali_test_pipeline": False}, True, False),
+        ({"use_dali_test_pipeline": True}, False, True),
+        ({"use_dali_pipeline": False, "use_dali_test_pipeline": True}, False, True),
+    ],
+)
+def test_uses_dali_is_one_rule_for_train_val_and_test(flags: dict, train: bool, test: bool) -> None:
+    """The one decision the patched tools/train.py, tools/test.py and the --validate hook ask."""
+    from dali_streampetr import uses_dali
+
+    cfg = {"data": {}, **flags}
+    assert (uses_dali(cfg, "train"), uses_dali(cfg, "val"), uses_dali(cfg, "test")) == (train, test, test)
+
+
+def test_uses_dali_names_an_unknown_split() -> None:
+    from dali_streampetr import uses_dali
+
+    with pytest.raises(ValueError, match="split='eval'"):
+        uses_dali({"use_dali_pipeline": True}, "eval")
+
+
+def flag_reads(roots: list[Path], repo: Path) -> list[str]:
+    """``file:line 'flag'`` of every string constant naming a loader flag in the Python files of
+    ``roots``, but for those of ``settings.uses_dali`` (the one rule)."""
+    found = []
+    for path in sorted(p for root in roots for p in root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        ours = {
+            id(node)
+            for fn in tree.body
+            if isinstance(fn, ast.FunctionDef) and fn.name == "uses_dali"
+            for node in ast.walk(fn)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in LOADER_FLAGS and id(node) not in ours:
+                found.append(f"{path.relative_to(repo).as_posix()}:{node.lineno} {node.value!r}")
+    return found
+
+
+LOADER_FLAGS = ("use_dali_pipeline", "use_dali_test_pipeline")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_loader_flags_are_read_by_uses_dali_only() -> None:
+    """Training, validation and test ask :func:`uses_dali`; no other code reads the flags."""
+    assert flag_reads([REPO / "overlay", REPO / "scripts"], REPO) == []
+
+
+def test_a_second_reading_of_a_flag_is_named(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "settings.py").write_text(
+        "def uses_dali(cfg, split):\n    return cfg.get('use_dali_pipeline')\n"
+    )
+    (tmp_path / "pkg" / "choice.py").write_text(
+        "def f(cfg):\n    return cfg.get('use_dali_test_pipeline', cfg.get('use_dali_pipeline'))\n"
+        "MESSAGE = 'set use_dali_pipeline=False'\n"
+    )
+    assert flag_reads([tmp_path / "pkg"], tmp_path) == [
+        "pkg/choice.py:2 'use_dali_test_pipeline'",
+        "pkg/choice.py:2 'use_dali_pipeline'",
+    ]

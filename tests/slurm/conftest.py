@@ -1,4 +1,4 @@
-"""The overlay's tools/slurm_env.py, loaded from its file (tools/ is no package)."""
+"""The overlay's tools/tool_hooks/slurm_env.py, loaded from its file (stdlib only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "slurm_env.py"
+MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "tool_hooks" / "slurm_env.py"
 
 
 def load_slurm_env() -> ModuleType:

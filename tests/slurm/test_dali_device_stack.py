@@ -1,5 +1,5 @@
 """Stack tier: under `--launcher slurm` the DALI loader decodes on the task's local GPU: the
-device id it is given is LOCAL_RANK, which tools/slurm_env.py sets from SLURM_LOCALID (and mmcv's
+device id it is given is LOCAL_RANK, which tools/tool_hooks/slurm_env.py sets from SLURM_LOCALID (and mmcv's
 init_dist('slurm') sets to the GPU it binds the task to)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A real single-node SLURM (scripts/slurm_local): it starts, srun's tasks initialise gloo through
-overlay/tools/slurm_env.py, scontrol expands node lists as the fallback does, and every daemon is
+overlay/tools/tool_hooks/slurm_env.py, scontrol expands node lists as the fallback does, and every daemon is
 gone afterwards, also when the body failed. Skips with one line when SLURM cannot be started here."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"no local SLURM: {RE
 TASK = """
 import sys, torch, torch.distributed as dist
 sys.path.insert(0, sys.argv[1])
-from slurm_env import export_slurm_dist_env
+from tool_hooks import export_slurm_dist_env  # the face, as the patched tools import it
 env = export_slurm_dist_env()
 dist.init_process_group(backend="gloo")
 total = torch.tensor([dist.get_rank() + 1])

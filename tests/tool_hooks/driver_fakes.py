@@ -1,5 +1,5 @@
-"""Shared by the driver-check tests: the overlay's ``tools/driver_check.py`` loaded from its file
-(``tools/`` is no package), a stand-in ``libcuda.so.1`` whose answers the environment sets, and a
+"""Shared by the driver-check tests: the overlay's ``tools/tool_hooks/driver_check.py`` loaded from
+its file (a script too, stdlib only), a stand-in ``libcuda.so.1`` whose answers the environment sets, and a
 patched tool of the checkout run until the check stops it (:func:`stopped_tool_output`).
 
 The stand-in exports the three driver calls the check makes (``cuDriverGetVersion``, ``cuInit``,
@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "driver_check.py"
+MODULE = Path(__file__).resolve().parents[2] / "overlay" / "tools" / "tool_hooks" / "driver_check.py"
 CHECKOUT = Path(__file__).resolve().parents[2] / "upstream" / "StreamPETR"
 SMOKE_CONFIG = "projects/configs/dali/stream_petr_r50_cpu_smoke_dali.py"
 TOOLS = ("test", "train")

@@ -1,7 +1,7 @@
 """Stack tier: ``--auto-resume`` probes checkpoints without running code from them, orders them by
 their number (``latest.pth`` a hint only), and mmcv's own load of the chosen file accepts what the
-probe accepted. ``tools/auto_resume.py`` of the applied checkout (what the patched ``tools/train.py``
-calls), with the real torch and mmcv."""
+probe accepted. ``tools/tool_hooks/checkpoint_probe.py`` of the applied checkout (what the patched
+``tools/train.py`` calls), with the real torch and mmcv."""
 
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ class RunsCode:
 
 @pytest.fixture(scope="module")
 def auto_resume():
-    if not (CHECKOUT / "tools" / "auto_resume.py").is_file():
+    if not (CHECKOUT / "tools" / "tool_hooks" / "checkpoint_probe.py").is_file():
         pytest.skip("the applied StreamPETR checkout is missing (nox -s apply)")
-    spec = importlib.util.spec_from_file_location("auto_resume", CHECKOUT / "tools" / "auto_resume.py")
+    spec = importlib.util.spec_from_file_location(
+        "checkpoint_probe", CHECKOUT / "tools" / "tool_hooks" / "checkpoint_probe.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

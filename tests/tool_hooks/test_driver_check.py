@@ -1,5 +1,5 @@
-"""The driver and runtime check (overlay/tools/driver_check.py) that tools/train.py and tools/test.py
-run first: the driver's answers in the shapes real drivers give them, each refusal beside the
+"""The driver and runtime check (overlay/tools/tool_hooks/driver_check.py) that tools/train.py and
+tools/test.py run first: the driver's answers in the shapes real drivers give them, each refusal beside the
 host that differs in the one fact it is about and passes, and the ctypes probe against a stand-in
 libcuda.so.1 (the CLI with this env's real torch)."""
 

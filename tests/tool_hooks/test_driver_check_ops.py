@@ -1,4 +1,4 @@
-"""A GPU run refuses an mmcv without the CUDA ops it reaches (overlay/tools/driver_check.py), by
+"""A GPU run refuses an mmcv without the CUDA ops it reaches (overlay/tools/tool_hooks/driver_check.py), by
 name and before the model exists: the env's mmcv builds as `mmcv._ext` describes them (CPU ops, the
 reduced CUDA set, a full CUDA build, a CUDA set short of one op), the refusal through
 `require_usable_cuda` with faked GPU visibility, and the op list kept equal to the env builder's

@@ -1,5 +1,5 @@
 """`--launcher slurm` without CUDA: the env:// variables derived from a task's SLURM variables
-(overlay/tools/slurm_env.py, called by the patched tools/train.py and tools/test.py)."""
+(overlay/tools/tool_hooks/slurm_env.py, called by the patched tools/train.py and tools/test.py)."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def test_kills_during_the_first_and_a_later_checkpoint_write_then_auto_resume_co
 def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     synthetic_dataset: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """tools/train.py's choice (tools/auto_resume.py) with the DALI loader's check: the newest
+    """tools/train.py's choice (tools/tool_hooks/checkpoint_probe.py) with the DALI loader's check: the newest
     checkpoint (iter_4.pth, another seed's stream) is skipped with the field named; iter_2.pth (this
     stream) is taken. A checkpoint without a DALI state (the PyTorch loader's) is accepted."""
     import importlib.util
@@ -182,7 +182,9 @@ def test_auto_resume_skips_a_checkpoint_whose_dali_state_does_not_fit(
     torch.save({"meta": {"iter": 5}, "state_dict": {}}, tmp_path / "torch_loader.pth")
     assert loader.checkpoint_problem(str(tmp_path / "torch_loader.pth")) is None
 
-    spec = importlib.util.spec_from_file_location("auto_resume", CHECKOUT / "tools" / "auto_resume.py")
+    spec = importlib.util.spec_from_file_location(
+        "checkpoint_probe", CHECKOUT / "tools" / "tool_hooks" / "checkpoint_probe.py"
+    )
     auto_resume = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(auto_resume)
     logger = logging.getLogger("auto-resume-test")

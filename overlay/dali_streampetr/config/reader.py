@@ -37,6 +37,7 @@ from ..settings import (
     is_bool,
     is_int,
     refuse,
+    uses_dali,
 )  # fmt: skip
 from .transform_steps import TEST_STEPS, TRAIN_STEPS, StepTable, check_steps
 
@@ -290,7 +291,7 @@ def _knobs(cfg: Any) -> tuple[dict[str, Any], str]:
         raise ConfigValueError(
             f"unknown data_loading_config keys: {sorted(unknown)} (known: {[*DALI_KNOBS, *MODE_KNOBS]})"
         )
-    sharding = checked_sharding(_get(dlc, "test_sharding"), dali=bool(_get(cfg, "use_dali_pipeline")))
+    sharding = checked_sharding(_get(dlc, "test_sharding"), dali=uses_dali(cfg, "train"))
     return {k: dlc[k] for k in DALI_KNOBS if k in dlc}, sharding
 
 

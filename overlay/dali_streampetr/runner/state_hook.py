@@ -1,12 +1,12 @@
 """The DALI loader's stream position in checkpoints: the mmcv hook that keeps it in every
 checkpoint and continues it on resume, and whether this loader can continue the data stream of a
-checkpoint (``--auto-resume`` skips one it cannot; ``tools/auto_resume.py`` asks
+checkpoint (``--auto-resume`` skips one it cannot; ``tools/tool_hooks/checkpoint_probe.py`` asks
 ``loader.checkpoint_problem``).
 
 A checkpoint is read here without running code from it: ``torch.load(weights_only=True)`` with
 torch's allowlist and the numpy types an mmcv checkpoint may hold (:data:`CHECKPOINT_GLOBALS`, the
-list ``tools/auto_resume.py`` probes with); a file naming any other global is refused by
-torch (``pickle.UnpicklingError``).
+list ``tools/tool_hooks/checkpoint_probe.py`` probes with); a file naming any other global is
+refused by torch (``pickle.UnpicklingError``).
 """
 
 from __future__ import annotations

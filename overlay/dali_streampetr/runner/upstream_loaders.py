@@ -1,10 +1,10 @@
 """Upstream's loader path as the patched plugin files and ``tools/`` take it: the evaluation loader of
-``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader with
-``use_dali_test_pipeline``, else
-upstream's DataLoader split by ``data_loading_config.test_sharding``), the scene shard of the
-plugin's ``DistributedSampler`` (:func:`scene_shard`), the training ``build_dataloader`` options of
-``data_loading_config`` (:func:`loading_options`) and the runner hooks a ready (DALI) training
-loader brings (:func:`register_loader_hooks`)."""
+``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader where
+:func:`..settings.uses_dali` says so, else upstream's DataLoader split by
+``data_loading_config.test_sharding``), the scene shard of the plugin's ``DistributedSampler``
+(:func:`scene_shard`), the training ``build_dataloader`` options of ``data_loading_config``
+(:func:`loading_options`) and the runner hooks a ready (DALI) training loader brings
+(:func:`register_loader_hooks`)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,7 @@ from typing import Any
 from mmcv.runner import get_dist_info
 
 from ..sampling.eval_shards import UPSTREAM, part_line, scene_shards, sharding_of
-
-
-def uses_dali_test_loader(cfg: Any) -> bool:
-    """``use_dali_test_pipeline``, by default the config's ``use_dali_pipeline``."""
-    return bool(cfg.get("use_dali_test_pipeline", cfg.get("use_dali_pipeline", False)))
+from ..settings import uses_dali
 
 
 def sharded_sampler(sampler_cfg: Any, sharding: str) -> Any:
@@ -42,9 +38,9 @@ def build_val_loader(
     """The evaluation loader over ``val_dataset`` of ``data.<split>``: ``val``, the ``--validate``
     hook's; ``test``, ``tools/test.py``'s (there ``val_dataset`` is None on a rank that does not
     evaluate, with DALI). The DALI test loader (``build_dali_loader(cfg, split, val_dataset)``) with
-    :func:`uses_dali_test_loader`, else upstream's DataLoader as ``custom_train_detector`` builds it,
+    ``uses_dali(cfg, split)``, else upstream's DataLoader as ``custom_train_detector`` builds it,
     its sampler split by :func:`sharding_of`; a distributed run prints each rank's part."""
-    if uses_dali_test_loader(cfg):
+    if uses_dali(cfg, split):
         from .dataloader import build_dali_loader
 
         loader = build_dali_loader(cfg, split, val_dataset)

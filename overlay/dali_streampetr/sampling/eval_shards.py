@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..settings import ConfigValueError
+from ..settings import ConfigValueError, uses_dali
 
 SCENES, UPSTREAM = "scenes", "upstream"
 SHARDINGS = (SCENES, UPSTREAM)
@@ -37,10 +37,10 @@ def _get(cfg: Any, key: str) -> Any:
 
 def sharding_of(cfg: Any) -> str:
     """The test sharding ``cfg`` selects: ``data_loading_config.test_sharding`` where it is given,
-    else ``'scenes'`` for a DALI config (``use_dali_pipeline=True``) and ``'upstream'`` for the others
-    (:func:`checked_sharding`)."""
+    else ``'scenes'`` for a config that trains on DALI (``uses_dali(cfg, 'train')``) and
+    ``'upstream'`` for the others (:func:`checked_sharding`)."""
     value = _get(_get(cfg, "data_loading_config") or {}, "test_sharding")
-    return checked_sharding(value, dali=bool(_get(cfg, "use_dali_pipeline")))
+    return checked_sharding(value, dali=uses_dali(cfg, "train"))
 
 
 def checked_sharding(value: Any, *, dali: bool) -> str:

@@ -51,7 +51,7 @@ PROC_VERSION = "/proc/driver/nvidia/version"
 HIDE = "to run on the CPU on purpose, hide the GPUs: CUDA_VISIBLE_DEVICES= (empty)"
 # The `mmcv._ext` names a GPU run of the supported configs reaches, by op and by who calls it: the
 # CUDA op set the env builder compiles (`upstream_env.op_set.KEPT_CUDA` holds these and `info`;
-# tests/gpu/test_driver_check_ops.py keeps the two equal).
+# tests/tool_hooks/test_driver_check_ops.py keeps the two equal).
 CUDA_OPS = {
     "focal_loss": (
         ("sigmoid_focal_loss_forward", "sigmoid_focal_loss_backward", "softmax_focal_loss_forward",

@@ -2,13 +2,13 @@
 
 Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv resolves it);
 an import of an overlay module, in a patched file, an overlay file or a config's `custom_imports`,
-resolved where the runners look (a module the overlay puts in the file's own folder, `slurm_env`
-for `tools/train.py`, beside it; one at the overlay's top, `dali_streampetr`, at the code root the
-runners put on the path: `src/` in a fork that moved its sources there); and a quoted path a patch
-adds that names an overlay file. Each must resolve to a file of the tree or of the overlay where it
-lands (after the target's `overlay_moves`); a `_base_` that leads into another target's checkout
-(the nested mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a file of that
-target's pinned tree or overlay. An unresolved one names the file, what it names, the path
+resolved where the runners look (a module or package the overlay puts in the file's own folder,
+`tool_hooks` for `tools/train.py`, beside it; one at the overlay's top, `dali_streampetr`, at the
+code root the runners put on the path: `src/` in a fork that moved its sources there); and a quoted
+path a patch adds that names an overlay file. Each must resolve to a file of the tree or of the
+overlay where it lands (after the target's `overlay_moves`); a `_base_` that leads into another
+target's checkout (the nested mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a
+file of that target's pinned tree or overlay. An unresolved one names the file, what it names, the path
 expected, and git's rename candidate at the target (or where the overlay puts the module). A
 `_base_` built at run time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked
 statically: it is listed apart (`unchecked_references`), never taken as resolved; so is a `_base_`
@@ -286,7 +286,7 @@ def _imports(
 ) -> list[dict]:
     """Imports of an overlay module, in the patched files, the overlay's own Python files and its
     configs' `custom_imports`, resolved where the runners look: a module the overlay puts in the
-    importing file's own folder (`tools/slurm_env.py` for `tools/train.py`: the script's folder is on
+    importing file's own folder (`tools/tool_hooks/` for `tools/train.py`: the script's folder is on
     the path) beside the file or at the code root; one at the overlay's top (`dali_streampetr/`) at
     the code root, the folder the runners put on the path (`src/` in a fork that moved its sources
     there), not the checkout's root."""

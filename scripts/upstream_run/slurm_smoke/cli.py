@@ -64,9 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tools = require_code_root("upstream_run") / "tools"
-    if not (tools / "slurm_env.py").exists():
+    if not (tools / "tool_hooks" / "slurm_env.py").exists():
         print(
-            f"upstream_run slurm_smoke: {tools} lacks the overlay's slurm_env.py; `nox -s apply`.",
+            f"upstream_run slurm_smoke: {tools} lacks the overlay's tool_hooks/slurm_env.py; `nox -s apply`.",
             file=sys.stderr,
         )
         return 2

@@ -32,7 +32,7 @@ def slurm_answers(env: dict[str, str], partition: str) -> bool:
 
 def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` less the launcher variables a surrounding run may have set: srun passes the
-    submitter's environment on, and tools/slurm_env.py keeps a MASTER_ADDR/MASTER_PORT it finds
+    submitter's environment on, and tools/tool_hooks/slurm_env.py keeps a MASTER_ADDR/MASTER_PORT it finds
     (as mmcv's SLURM init does), so an inherited one would send the smoke job's tasks elsewhere."""
     return {k: v for k, v in environ.items() if k not in RENDEZVOUS_VARS}
 

@@ -76,4 +76,6 @@ def test_the_loader_package_is_moved_to_the_code_root_of_a_real_src_fork(src_for
     code = streampetr_code_root(root)  # where the runners run tools/ and what they put on the path
     assert code == root / "upstream" / "StreamPETR" / "src"
     assert (code / "dali_streampetr" / "__init__.py").is_file()
-    assert (code / "tools" / "loader_choice.py").is_file() and (code / "tools" / "train.py").is_file()
+    assert (code / "tools" / "tool_hooks" / "loader_choice.py").is_file() and (
+        code / "tools" / "train.py"
+    ).is_file()
