@@ -332,7 +332,8 @@ def _unresolved_import(
         if any(p in exists for p in [*beside, *at_code]):
             return []
         lands = place(beside_ours[0], target.overlay_moves)
-        return [_ref(file, "import", name, beside[0], lands, f"the overlay puts it at {lands}")]
+        wanted = beside[module_files.index(beside_ours[0])]  # a module's file, or a package's __init__
+        return [_ref(file, "import", name, wanted, lands, f"the overlay puts it at {lands}")]
     if not top_ours or any(p in exists for p in at_code):
         return []  # not the overlay's (stdlib, upstream's, third-party), or where the runners look
     lands = place(top_ours[0], target.overlay_moves)

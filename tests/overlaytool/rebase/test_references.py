@@ -213,7 +213,7 @@ PLUGIN_BASE = {
 SHARD = "from dali_streampetr.runner import scene_shard  # the overlay's loader package"
 LOADER_IMPORTS = {  # file → where the loader package must be for its import of dali_streampetr
     "src/projects/mmdet3d_plugin/apis/test.py",  # a patched file of the plugin
-    "overlay/tools/loader_choice.py",  # an overlay tool
+    "overlay/tools/tool_hooks/loader_choice.py",  # a module of the overlay's hooks package
     "overlay/projects/configs/dali/sharded.py",  # a config's custom_imports
 }
 
@@ -221,15 +221,16 @@ LOADER_IMPORTS = {  # file → where the loader package must be for its import o
 @pytest.fixture
 def loader_fork(project: Project, tmp_path: Path) -> Project:
     """The plugin, tools and configs at upstream's root; a patch of the plugin imports the overlay's
-    top-level loader package (`dali_streampetr`), as do an overlay tool and an overlay config's
-    `custom_imports`, and the patched `tools/train.py` imports that tool from its own folder;
+    top-level loader package (`dali_streampetr`), as do a module of the overlay's hooks package and
+    an overlay config's `custom_imports`, and the patched `tools/train.py` imports that package from
+    its own folder;
     applied. Then the fork moves `projects/` and `tools/` under `src/`."""
     project.pin = commit_files(project.upstream, PLUGIN_BASE, "plugin")
     toml = project.root / "upstream" / "streampetr.toml"
     toml.write_text(toml.read_text().replace(project.history[0], project.pin))
     changed = {
         "projects/mmdet3d_plugin/apis/test.py": patched(APIS_TEST, 10, SHARD),
-        "tools/train.py": patched(TRAIN_SCRIPT, 10, "from loader_choice import scene_shard  # overlay tool"),
+        "tools/train.py": patched(TRAIN_SCRIPT, 10, "from tool_hooks import scene_shard  # overlay hooks"),
     }
     patch = make_patch(tmp_path, PLUGIN_BASE, changed, "Shard by scenes")
     project.add_patch("shard.patch", patch)
@@ -240,8 +241,9 @@ def loader_fork(project: Project, tmp_path: Path) -> Project:
         "from dali_streampetr import __name__ as PACKAGE  # its own package: never a reference\n\n\n"
         "def scene_shard():\n    return 0\n"
     )
-    (overlay / "tools").mkdir()
-    (overlay / "tools" / "loader_choice.py").write_text(
+    (overlay / "tools" / "tool_hooks").mkdir(parents=True)
+    (overlay / "tools" / "tool_hooks" / "__init__.py").write_text("from .loader_choice import scene_shard\n")
+    (overlay / "tools" / "tool_hooks" / "loader_choice.py").write_text(
         "from dali_streampetr.runner import scene_shard  # noqa: F401\n"
     )
     (overlay / "projects" / "configs" / "dali").mkdir(parents=True)
