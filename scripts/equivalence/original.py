@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from overlaytool import PLUGIN, Target, code_root, load_targets
+from overlaytool import PLUGIN, REPO_ROOT, Target, code_root, load_targets
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 CONFIGS = {
     "r50": "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py",

@@ -8,7 +8,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[1]  # this repository's tooling (overlaytool, forkwatch)
+from overlaytool import REPO_ROOT
+
+SCRIPTS = REPO_ROOT / "scripts"  # this repository's tooling (overlaytool, forkwatch)
 
 
 @dataclass(frozen=True)

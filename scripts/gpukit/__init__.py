@@ -10,7 +10,8 @@ files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, neve
   project's one file hash (``sha256``)
 - :mod:`.node`        the node's python and torch, and the kit's venv on them (the probe and the ``.pth``
   to a node's torch are the env builder's too: ``upstream_env --torch-from``)
-- :mod:`.steps`       numbered steps, the commands they run, ``CheckError``
+- :mod:`.steps`       numbered steps, the commands they run, ``CheckError``; the project's one step
+  timer (``Stopwatch``: wall and CPU seconds, its "done in" line)
 - :mod:`.stack`       ``--stack``: the OpenMMLab env on the node's torch from a stack kit, then the GPU
   tests, training on both loaders, evaluation and the benchmark (it runs the project's unpacked sources)
 - :mod:`.plugin`      the pytest plugin the runner loads instead of ``tests/conftest.py``
@@ -22,15 +23,14 @@ from __future__ import annotations
 from .node import clean_pip_env, link_torch, probe
 from .parts import FORMAT, MANIFEST, sha256, unpack
 from .runner import main
-from .stack import cpu_seconds
-from .steps import CheckError
+from .steps import CheckError, Stopwatch
 
 __all__ = [
     "FORMAT",
     "MANIFEST",
     "CheckError",
+    "Stopwatch",
     "clean_pip_env",
-    "cpu_seconds",
     "link_torch",
     "main",
     "probe",

@@ -28,14 +28,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import resource
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from .parts import reassemble, sha256, unpack
-from .steps import CheckError
+from .steps import CheckError, Stopwatch
 
 STEPS = ("parts", "mmcv", "env", "check", "data", "tests", "train_dali", "train_torch", "evaluate", "bench")
 QUICK_DATA = ["--scenes", "4", "--samples-per-scene", "4"]  # 3 training scenes: the 8 streams of accv
@@ -197,12 +195,6 @@ class Stack:
         self.stamp_path(step).write_text(self.kit_id)
 
 
-def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and of every command it waited for, with theirs."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def verify_applied(root: Path, facts: dict) -> int:
     """Every file of the applied tree as ``apply`` wrote it where the kit was made; its count."""
     for name, want in facts["files"].items():
@@ -246,9 +238,9 @@ def run_stack(args, kit: Path, work: Path, node: dict, manifest: dict, steps) ->
             if stack.done(name) and name != "parts":
                 print("      done before (same kit): skipped")
                 continue
-            t0, cpu0 = time.monotonic(), cpu_seconds()
+            timer = Stopwatch()
             actions[name]()
-            seconds, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+            seconds, cpu = timer.read()
             stack.record(name, ok=True, seconds=round(seconds, 1), cpu_s=round(cpu, 1))
             if name != "parts" or args.until != "mmcv":
                 stack.stamp(name)

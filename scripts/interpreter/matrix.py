@@ -13,24 +13,24 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from gpukit import Stopwatch
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import cache_root
 
 from .choice import ASKED_VARIABLE, DISTRIBUTION, BasePython, base_python, other_pythons
 
-ROOT = Path(__file__).resolve().parents[2]
 HERMETIC_TIER = "not stack and not upstream and not gpu"
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
-    started = time.monotonic()
+    timer = Stopwatch()
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
         code = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
-    return code, round(time.monotonic() - started, 1)
+    return code, round(timer.read()[0], 1)
 
 
 def _first_losses(clone: Path) -> list[float]:

@@ -9,13 +9,14 @@ import os
 import shutil
 from pathlib import Path
 
+from overlaytool import REPO_ROOT
+
 from .catalog import MINI_SCENES
 
 DEFAULT_SCENES = 4
 DEFAULT_SAMPLES_PER_SCENE = 8
 STAMP = ".synthdata-complete.json"
 MARKER = ".synthdata-partial"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def source_digest() -> str:

@@ -17,18 +17,17 @@ import re
 import subprocess
 import tarfile
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 from typing import IO
 
 import gpukit
-from gpukit import CheckError
+from gpukit import CheckError, Stopwatch
 
 from . import EnvBuildError, cuda_toolkit, op_set
 from .index_fetch import fetch_sdist
 from .paths import store_wheel, wheel_cache
-from .runlog import BuildLog, children_cpu
+from .runlog import BuildLog
 from .setup_py import read_version_in_globals
 from .timings import eta_line, record
 
@@ -227,7 +226,7 @@ def ensure_mmcv_wheel(
     log.say(f"      compiling mmcv-full {VERSION} ({ops}, {std}, MAX_JOBS={jobs}); output in {log.path}")
     log.say(f"      {eta_line(kind)}")
     source = sdist(python, log)
-    started, cpu_before = time.monotonic(), children_cpu()
+    timer = Stopwatch()
     with tempfile.TemporaryDirectory(prefix="mmcv-build-") as tmp:
         src = prepare_source(source, Path(tmp), std)
         if reduced:
@@ -250,11 +249,11 @@ def ensure_mmcv_wheel(
             log.say(
                 f"      checked: cubins {', '.join(facts['cubins'])}; NEEDED {', '.join(facts['needed'])}"
             )
-        seconds = time.monotonic() - started
+        seconds = timer.read()[0]
         meta = {**{k: v for k, v in info.items() if k != "torch_site"}, "cuda_ops": cuda_ops, "cxx_std": std,
                 "max_jobs": jobs, **facts, "build_seconds": round(seconds, 1)}  # fmt: skip
         store_wheel(wheel, dest, meta)
-    record(kind, seconds, children_cpu() - cpu_before)
+    record(kind, seconds, timer.read()[1])
     return dest
 
 

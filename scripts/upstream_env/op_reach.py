@@ -37,9 +37,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from overlaytool import REPO_ROOT
+
 PACKAGES = ("mmcv", "mmdet", "mmdet3d", "mmseg", "projects")
 EXT_MODULE = "mmcv._ext"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+
 # What tools/train.py and tools/test.py call beside the config's objects (a module: its functions).
 ENTRY_POINTS = (
     "mmdet3d.utils.collect_env",

@@ -6,9 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import cache_root
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements" / "upstream.txt"
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 MMDET3D_PIN = ROOT / "upstream" / "mmdetection3d.toml"

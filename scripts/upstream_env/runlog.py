@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from gpukit import Stopwatch
 
 from . import EnvBuildError
 from .timings import eta_line, human, record
@@ -36,12 +37,6 @@ def first_error(lines: Sequence[str], context: int = 3) -> str:
     return "".join(lines[-context * 3 :]).rstrip()
 
 
-def children_cpu() -> float:
-    """CPU seconds (user + system) of this process's finished child processes so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def compile_progress(progress: list[tuple[int, int, float]], elapsed: float) -> str:
     """` (compiled 1/2, ≈ 40 s left)` from the latest ninja count: the rate so far, counting down."""
     if not progress:
@@ -60,7 +55,6 @@ class BuildLog:
         self.path = path
         self.total = total_steps
         self.step = 0
-        self._cpu_at_begin = 0.0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a", encoding="utf-8")
         self._write(f"\n===== upstream env build {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
@@ -74,18 +68,16 @@ class BuildLog:
         print(message, file=sys.stderr, flush=True)
         self._write(f"# {message}\n")
 
-    def begin(self, title: str, timing: str | None = None) -> float:
+    def begin(self, title: str, timing: str | None = None) -> Stopwatch:
         """Start a numbered step; with `timing` (a `timings.REFERENCE` key) print its measured ETA."""
         self.step += 1
         self.say(f"[{self.step}/{self.total}] {title}" + (f"; {eta_line(timing)}" if timing else ""))
-        self._cpu_at_begin = children_cpu()
-        return time.monotonic()
+        return Stopwatch()
 
-    def done(self, started: float, note: str = "", timing: str | None = None) -> float:
+    def done(self, started: Stopwatch, note: str = "", timing: str | None = None) -> float:
         """End a step; with `timing`, record its time for the next build's ETA."""
-        seconds = time.monotonic() - started
-        cpu = children_cpu() - self._cpu_at_begin  # wall >> CPU / cores: the machine was busy
-        self.say(f"      done in {seconds:.1f} s (CPU {cpu:.1f} s){(' ' + note) if note else ''}")
+        seconds, cpu = started.read()
+        self.say(started.done_line(seconds, cpu, note))
         if timing:
             record(timing, seconds, cpu)
         return seconds

@@ -12,9 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
+
 from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCE_BUILT = "source-built.json"  # locks/: the wheels this project builds, and where their cache keeps them
 
 

@@ -9,9 +9,11 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from overlaytool import REPO_ROOT as ROOT
+
+# overlaytool (stdlib only): the repository root and the house writer of synthdata and loaderbench
 SOURCES = ("pyproject.toml", "overlay/dali_streampetr", "scripts/synthdata", "scripts/loaderbench",
-           "scripts/gpukit", "tests/gpu", "tests/float_tolerance.py")  # fmt: skip
+           "scripts/overlaytool", "scripts/gpukit", "tests/gpu", "tests/float_tolerance.py")  # fmt: skip
 SOURCE_ARCHIVE = "streampetr-dali-gpu-check-src.tar.gz"
 
 

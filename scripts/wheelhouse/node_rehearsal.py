@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpukit import clean_pip_env, cpu_seconds
+from gpukit import Stopwatch, clean_pip_env
 from interpreter import supported_on_host
 from upstream_env import kept_units, system_toolkit
 
@@ -111,12 +111,11 @@ class RehearsalError(Exception):
 def timed(rows: list[dict], what: str, fn, *args):
     """``fn(*args)``, its seconds and CPU-seconds appended to ``rows``; its result."""
     print(f"node_rehearsal: {what}", flush=True)
-    t0, c0 = time.monotonic(), cpu_seconds()
+    timer = Stopwatch()
     result = fn(*args)
-    rows.append(
-        {"step": what, "seconds": round(time.monotonic() - t0, 1), "cpu_s": round(cpu_seconds() - c0, 1)}
-    )
-    print(f"      done in {rows[-1]['seconds']:.1f} s (CPU {rows[-1]['cpu_s']:.1f} s)", flush=True)
+    seconds, cpu = timer.read()
+    rows.append({"step": what, "seconds": round(seconds, 1), "cpu_s": round(cpu, 1)})
+    print(timer.done_line(seconds, cpu), flush=True)
     return result
 
 

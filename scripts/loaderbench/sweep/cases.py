@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
+from overlaytool import REPO_ROOT as ROOT
+
 R50_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py"
 KEY8_CONFIG = "projects/configs/StreamPETR/stream_petr_r50_flash_704_bs1_8key_2grad_24e.py"
 FRAMES_PER_BATCH = {"r50": 2, "accv": 8, "8key": 8, "eval": 1}  # samples x frames per sample
@@ -123,7 +124,7 @@ def default_data_root() -> Path:
 
 def enter_checkout() -> None:
     """Make ``projects.mmdet3d_plugin`` importable and resolve the configs' relative ``_base_``."""
-    from overlaytool import require_code_root  # here: the GPU kit carries loaderbench, not overlaytool
+    from overlaytool import require_code_root
 
     tree = require_code_root("loaderbench")
     for path in (str(tree), str(ROOT / "overlay")):

@@ -1,0 +1,86 @@
+"""Each piece of plumbing is written once (read from the code of scripts/, overlay/ and the noxfile):
+the repository root is computed in ``overlaytool.targets`` alone (the noxfile finds its own folder
+to put scripts/ on the path), and the CPU seconds of a process are read with ``getrusage`` in
+``gpukit.steps`` alone. The atomic writers are tests/test_atomic_writers.py's."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT_AT = "scripts/overlaytool/targets.py"
+CPU_SECONDS_AT = "scripts/gpukit/steps.py"
+
+
+def sources(root: Path) -> list[Path]:
+    return sorted([*root.glob("scripts/**/*.py"), *root.glob("overlay/**/*.py"), root / "noxfile.py"])
+
+
+def _uses_file(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+
+
+def repo_root_lines(tree: ast.AST) -> list[int]:
+    """Lines that climb from ``__file__`` past its folder: ``Path(__file__)...parents[i]`` or
+    ``....parent.parent``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+            climbs = node.value.attr == "parents" and _uses_file(node.value)
+        elif isinstance(node, ast.Attribute) and node.attr == "parent":
+            inner = node.value
+            climbs = isinstance(inner, ast.Attribute) and inner.attr == "parent" and _uses_file(inner)
+        else:
+            continue
+        if climbs:
+            found.append(node.lineno)
+    return found
+
+
+def getrusage_lines(tree: ast.AST) -> list[int]:
+    """Lines that call ``getrusage`` (``resource.getrusage`` or the bare name)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "getrusage")
+            or (isinstance(node.func, ast.Name) and node.func.id == "getrusage")
+        )
+    ]
+
+
+def found_in(root: Path, lines: Callable[[ast.AST], list[int]]) -> dict[str, list[int]]:
+    """Source file (relative path) -> the lines ``lines`` finds in it, files without any left out."""
+    found = {}
+    for path in sources(root):
+        if path.is_file() and (hit := lines(ast.parse(path.read_text(encoding="utf-8")))):
+            found[path.relative_to(root).as_posix()] = hit
+    return found
+
+
+def test_the_repository_root_is_computed_in_one_place() -> None:
+    found = found_in(ROOT, repo_root_lines)
+    assert list(found) == [REPO_ROOT_AT], "take `from overlaytool import REPO_ROOT` instead"
+
+
+def test_cpu_seconds_are_read_in_one_place() -> None:
+    found = found_in(ROOT, getrusage_lines)
+    assert list(found) == [CPU_SECONDS_AT], "take `from gpukit import cpu_seconds` instead"
+    assert len(found[CPU_SECONDS_AT]) <= 2  # its own process and its children
+
+
+def test_a_second_repo_root_and_timer_are_found(tmp_path: Path) -> None:
+    for rel, body in {
+        "scripts/a/paths.py": "from pathlib import Path\nROOT = Path(__file__).resolve().parents[2]\n",
+        "scripts/a/up.py": "import os\nTOP = Path(__file__).parent.parent\n",
+        "scripts/a/here.py": "HERE = Path(__file__).parent\nSITE = Path(torch.__file__).parents[1]\n",
+        "overlay/b/cpu.py": "import resource\ndef f():\n    return resource.getrusage(0)\n",
+        "noxfile.py": "from resource import getrusage\nx = getrusage(0)\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    assert found_in(tmp_path, repo_root_lines) == {"scripts/a/paths.py": [2], "scripts/a/up.py": [2]}
+    assert found_in(tmp_path, getrusage_lines) == {"noxfile.py": [2], "overlay/b/cpu.py": [3]}
