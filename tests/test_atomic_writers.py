@@ -1,8 +1,8 @@
 """One atomic writer per house (docs/reliability.md): nothing in scripts/, overlay/ or the noxfile
-renames a file into place but the three writers, the loader's frame store's, the tooling's
-(``overlaytool.atomic_write``) and the benchmark's (the GPU kit carries it without overlaytool),
-and the moves named below (read from the code: ``os.replace``/``os.rename`` and
-``Path.replace``/``Path.rename``)."""
+renames a file into place but the two writers, the loader package's (``dali_streampetr.atomic_file``:
+it runs inside the upstream checkout without scripts/) and the tooling's
+(``overlaytool.atomic_write``: every package of scripts/, the GPU kit carries it), and the moves
+named below (read from the code: ``os.replace``/``os.rename`` and ``Path.replace``/``Path.rename``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {
-    "overlay/dali_streampetr/frames/store_file.py": "the loader's frame store",
-    "scripts/overlaytool/atomic_write.py": "the tooling: overlaytool, forkwatch, upstream_env, equivalence",
-    "scripts/loaderbench/results/outputs.py": "the benchmark's results and info-file replicas",
+    "overlay/dali_streampetr/atomic_file.py": "the loader package: frame stores, checkpoints, latest.pth",
+    "scripts/overlaytool/atomic_write.py": "the tooling: every package of scripts/ and the noxfile",
 }
 MOVES = {  # whole folders or finished files moved where they belong: no content is written there
     "scripts/overlaytool/checkout/clone.py": "a fresh clone's folder, onto a missing or empty one",
@@ -22,7 +21,6 @@ MOVES = {  # whole folders or finished files moved where they belong: no content
     "scripts/upstream_env/cuda_toolkit.py": "an unpacked CUDA toolkit's folder",
     "scripts/gpukit/stack.py": "reassembled kit files moved to where the node's steps read them",
     "scripts/wheelhouse/stack_kit.py": "a kit's parts moved from staging into their bundles",
-    "overlay/dali_streampetr/runner/checkpoints.py": "a checkpoint written whole, then its link",
     "scripts/gpukit/parts.py": "a kit file reassembled and checked against its sha256, rebuilt every run",
 }
 

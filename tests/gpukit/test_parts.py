@@ -95,9 +95,7 @@ def test_the_source_archive_is_byte_stable_and_holds_what_the_check_runs(tmp_pat
     names = source_files(REPO)
     for needed in NEEDED:
         assert needed in names
-    assert not any(
-        n.startswith(("tests/conftest", "scripts/upstream_env")) for n in names
-    )
+    assert not any(n.startswith(("tests/conftest", "scripts/upstream_env")) for n in names)
 
 
 def test_pip_sees_no_index_and_no_machine_config() -> None:

@@ -4,8 +4,8 @@ Layout: ``MAGIC``, the header length (8 bytes, little endian), the SHA-256 (32 b
 and of everything after the digest, a JSON header (the caller's ``key`` and ``meta``, every array's
 dtype, shape and offset, the data size), zero padding to ``ALIGN``, then the arrays, each starting
 on an ``ALIGN`` boundary: the digest covers every byte that decides what is read.
-:func:`write_store` writes it with :func:`write_atomic` (a temporary file created
-``O_EXCL | O_NOFOLLOW`` in the target's folder, fsynced, renamed over the target, the folder
+:func:`write_store` writes it with the package's one writer (:mod:`..atomic_file`: a temporary file
+created ``O_EXCL | O_NOFOLLOW`` in the target's folder, fsynced, renamed over the target, the folder
 fsynced): a reader sees the old file, the new one or none, never a part.
 
 :func:`open_store` opens the file ``O_NOFOLLOW``, checks its owner and mode (:func:`check_owner`),
@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..atomic_file import replace_file
 from .frame_errors import StoreDamaged, StoreUntrusted
 
 MAGIC = b"SPDALI-FRAMES-2\n"
@@ -100,31 +101,6 @@ def _layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], int]:
     return entries, offset
 
 
-def write_atomic(
-    path: Path, write: Callable[[BinaryIO], None], checkpoint: Callable[[str], None] = lambda step: None
-) -> None:
-    """``write(f)`` into a temporary file in ``path``'s folder (created ``O_EXCL | O_NOFOLLOW``: a
-    link planted at its name is refused, its target untouched), fsync it, rename it over ``path``
-    and fsync the folder (``checkpoint("written")`` before the rename, ``("published")`` after)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "temporary file")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        checkpoint("written")
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        checkpoint("published")
-    finally:
-        tmp.unlink(missing_ok=True)  # ours (O_EXCL): gone after the rename, else a partial file
-
-
 def write_store(
     path: Path,
     arrays: Mapping[str, np.ndarray],
@@ -132,7 +108,7 @@ def write_store(
     meta: Mapping[str, Any],
     checkpoint: Callable[[str], None] = lambda step: None,
 ) -> None:
-    """Write ``arrays`` to ``path`` (atomically, :func:`write_atomic`). ``checkpoint(step)`` is
+    """Write ``arrays`` to ``path`` (atomically, the package's ``replace_file``). ``checkpoint(step)`` is
     called after each step that writes (the fault-injection points of the tests)."""
     for name, arr in arrays.items():
         _allowed_dtype(arr.dtype.str, name)
@@ -155,7 +131,12 @@ def write_store(
         f.seek(0)
         f.write(MAGIC + covered[:8] + digest.digest() + covered[8:])
 
-    write_atomic(path, write, lambda step: checkpoint(f"frame-store:{step}"))
+    try:
+        replace_file(path, write, checkpoint=lambda step: checkpoint(f"frame-store:{step}"))
+    except FileExistsError as exc:  # its temporary file's name is taken: a planted link, say
+        raise StoreUntrusted(
+            f"the frame store's temporary file {exc.filename} exists already: refusing to write through it"
+        ) from None
 
 
 def _data_start(header_len: int) -> int:

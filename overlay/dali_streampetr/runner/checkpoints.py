@@ -8,18 +8,13 @@ import glob
 import inspect
 import os
 import os.path as osp
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import torch
 from mmcv.runner import IterBasedRunner
 
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from ..atomic_file import replace_file
 
 
 def write_checkpoints_atomically(runner: Any) -> None:
@@ -27,7 +22,8 @@ def write_checkpoints_atomically(runner: Any) -> None:
 
     mmcv 1.x writes a checkpoint in place and re-links latest.pth by unlink + symlink, so a kill
     during the write (a preempted job) leaves a torn ``iter_N.pth`` that --auto-resume then picks,
-    and one between unlink and symlink leaves no latest.pth. Here mmcv writes to a hidden
+    and one between unlink and symlink leaves no latest.pth. Here mmcv writes its own format into
+    the temporary file of the package's writer (:mod:`..atomic_file`), a hidden
     ``.iter_N.pth.partial`` that is fsynced and renamed into place; latest.pth is replaced by a
     rename too. CheckpointHook removes old checkpoints (max_keep_ckpts) only after the new one is in
     place. Temporary files of a killed writer are removed by the next save.
@@ -49,17 +45,15 @@ def write_checkpoints_atomically(runner: Any) -> None:
             os.remove(stale)
         number = runner.iter + 1 if isinstance(runner, IterBasedRunner) else runner.epoch + 1
         filename = filename_tmpl.format(number)
-        final = osp.join(out_dir, filename)
-        partial = osp.join(osp.dirname(final), f".{osp.basename(final)}.partial")
+        final = Path(out_dir, filename)
         partial_tmpl = osp.join(osp.dirname(filename_tmpl), f".{osp.basename(filename_tmpl)}.partial")
-        save(out_dir, partial_tmpl, meta=meta, save_optimizer=save_optimizer, create_symlink=False)
-        _fsync(partial)
-        os.replace(partial, final)
+
+        def write(_: BinaryIO) -> None:  # mmcv's own format, into the writer's file by its name
+            save(out_dir, partial_tmpl, meta=meta, save_optimizer=save_optimizer, create_symlink=False)
+
+        replace_file(final, write, tmp_name=f".{final.name}.partial")
         if create_symlink:
-            link = osp.join(out_dir, ".latest.pth.partial")
-            os.symlink(filename, link)
-            os.replace(link, osp.join(out_dir, "latest.pth"))
-        _fsync(out_dir)
+            replace_file(Path(out_dir, "latest.pth"), link=filename, tmp_name=".latest.pth.partial")
 
     runner.save_checkpoint = save_checkpoint
 

@@ -57,7 +57,7 @@ def replicate(data: dict[str, Any], frames: int) -> dict[str, Any]:
 def replicate_infos(src: Path, dst: Path, frames: int) -> Path:
     """Write the ``frames``-frame replica of the info pickle ``src`` to ``dst`` (kept if it exists
     with the same source and size, see the ``.source`` file beside it); return ``dst``."""
-    from ..results.outputs import replace_result
+    from overlaytool import replace_file
 
     stamp = dst.with_name(dst.name + ".source")
     want = f"{hashlib.sha256(Path(src).read_bytes()).hexdigest()} {frames}\n"
@@ -66,6 +66,6 @@ def replicate_infos(src: Path, dst: Path, frames: int) -> Path:
     with Path(src).open("rb") as f:
         data = pickle.load(f)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    replace_result(dst, pickle.dumps(replicate(data, frames), protocol=2))  # like mmcv.dump
-    replace_result(stamp, want)  # after the replica: a kill between rebuilds it
+    replace_file(dst, pickle.dumps(replicate(data, frames), protocol=2))  # like mmcv.dump
+    replace_file(stamp, want)  # after the replica: a kill between rebuilds it
     return dst

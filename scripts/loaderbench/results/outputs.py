@@ -4,9 +4,10 @@ themselves: :mod:`.figures`)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from overlaytool import replace_file
 
 
 def _fmt(v: Any, spec: str = ".2f") -> str:
@@ -128,31 +129,10 @@ def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path,
     plt.close(fig)
 
 
-def replace_result(path: Path, data: bytes | str) -> None:
-    """The benchmark's one writer of a file read back (its JSON, its info-file replicas): a temporary
-    file beside ``path``, fsynced and renamed over it, the folder fsynced, so a kill or a power cut
-    leaves the old file or the new one. Its own, not overlaytool's ``replace_file``: the GPU kit
-    carries loaderbench, not overlaytool."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with tmp.open("wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
-
-
 def write_json(path: Path, result: dict[str, Any]) -> None:
     """A run's JSON (``bench.json``, ``scale.json`` ...: read back by comparisons and the docs' tables),
-    replaced whole (:func:`replace_result`)."""
-    replace_result(path, json.dumps(result, indent=1, default=str) + "\n")
+    replaced whole (the tooling's one writer, ``overlaytool.replace_file``)."""
+    replace_file(path, json.dumps(result, indent=1, default=str) + "\n")
 
 
 def write(report: dict[str, Any], out: Path) -> tuple[Path, Path]:

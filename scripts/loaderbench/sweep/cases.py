@@ -141,7 +141,7 @@ def eval_infos(data_root: Path) -> Path:
     import hashlib
     import pickle
 
-    from ..results.outputs import replace_result
+    from overlaytool import replace_file
 
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
@@ -157,7 +157,7 @@ def eval_infos(data_root: Path) -> Path:
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = pickle.dumps({**data, "infos": infos})
-    replace_result(path, payload)
+    replace_file(path, payload)
     return path
 
 
