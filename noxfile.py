@@ -26,8 +26,8 @@ from interpreter import (  # noqa: E402
     BasePython,
     UnsupportedPython,
     base_python,
+    ensure_venv,
     other_pythons,
-    venv_minor,
 )
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
@@ -99,19 +99,21 @@ def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) ->
     (re)installed only when its pin files or its Python change."""
     base = base or BASE
     env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{'.'.join(map(str, base.version))}")
-    python = env / "bin" / "python"
     inputs = [base.minor.encode(), base.path.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
     digest = hashlib.sha256(b"".join(inputs)).hexdigest()
-    stamp = env / ".requirements.sha256"
-    if python.exists() and stamp.exists() and stamp.read_text() == digest:
-        return str(python)
-    if not python.exists() or venv_minor(env) != base.minor:  # new, or made by another Python
-        session.run(base.path, "-m", "venv", "--clear", str(env), external=True)
     requirements, constraints, without_deps = HERMETIC_FILES
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", constraints]
-    session.run(*pip, "-r", requirements, external=True)
-    session.run(*pip, "--no-deps", "-r", without_deps, external=True)
-    stamp.write_text(digest)
+    installs = [
+        ("-q", "-c", constraints, "-r", requirements),
+        ("-q", "-c", constraints, "--no-deps", "-r", without_deps),
+    ]
+
+    def run(cmd: list[str]) -> None:
+        session.run(*cmd, external=True)
+
+    # kept when made by the same Python minor, remade by another
+    python = ensure_venv(
+        env, base.path, digest, installs, run, stamp=".requirements.sha256", minor=base.minor
+    )
     return str(python)
 
 

@@ -1,7 +1,9 @@
 """Each piece of plumbing is written once (read from the code of scripts/, overlay/ and the noxfile):
 the repository root is computed in ``overlaytool.targets`` alone (the noxfile finds its own folder
-to put scripts/ on the path), and the CPU seconds of a process are read with ``getrusage`` in
-``gpukit.steps`` alone. The atomic writers are tests/test_atomic_writers.py's."""
+to put scripts/ on the path), the CPU seconds of a process are read with ``getrusage`` in
+``gpukit.steps`` alone, and a stamp (a file read back to decide whether work is done) is written
+by its house's atomic writer, never with ``write_text``/``write_bytes``: a torn stamp that reads
+as current skips the work. The atomic writers themselves are tests/test_atomic_writers.py's."""
 
 from __future__ import annotations
 
@@ -12,6 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPO_ROOT_AT = "scripts/overlaytool/targets.py"
 CPU_SECONDS_AT = "scripts/gpukit/steps.py"
+# files that write a stamp in place, and why that is allowed there
+STAMPS_IN_PLACE = {
+    "scripts/gpukit/stack.py": "the kit's runner runs from the kit folder alone (stdlib, no house writer); "
+    "its stamp must equal the kit's id, so a torn one reruns the step",
+}
 
 
 def sources(root: Path) -> list[Path]:
@@ -52,6 +59,19 @@ def getrusage_lines(tree: ast.AST) -> list[int]:
     ]
 
 
+def in_place_stamp_lines(tree: ast.AST) -> list[int]:
+    """Lines that write a stamp with ``write_text``/``write_bytes``: the written path's expression
+    names a stamp (``stamp.write_text(...)``, ``(env / STAMP).write_text(...)``)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("write_text", "write_bytes")
+        and "stamp" in ast.unparse(node.func.value).lower()
+    ]
+
+
 def found_in(root: Path, lines: Callable[[ast.AST], list[int]]) -> dict[str, list[int]]:
     """Source file (relative path) -> the lines ``lines`` finds in it, files without any left out."""
     found = {}
@@ -72,15 +92,24 @@ def test_cpu_seconds_are_read_in_one_place() -> None:
     assert len(found[CPU_SECONDS_AT]) <= 2  # its own process and its children
 
 
-def test_a_second_repo_root_and_timer_are_found(tmp_path: Path) -> None:
+def test_stamps_are_written_by_the_house_writer() -> None:
+    found = found_in(ROOT, in_place_stamp_lines)
+    assert sorted(found.keys() - STAMPS_IN_PLACE.keys()) == [], "write it with replace_file"
+    assert sorted(STAMPS_IN_PLACE.keys() - found.keys()) == [], "writes no stamp in place any more: drop it"
+
+
+def test_a_second_repo_root_timer_and_stamp_written_in_place_are_found(tmp_path: Path) -> None:
     for rel, body in {
         "scripts/a/paths.py": "from pathlib import Path\nROOT = Path(__file__).resolve().parents[2]\n",
         "scripts/a/up.py": "import os\nTOP = Path(__file__).parent.parent\n",
         "scripts/a/here.py": "HERE = Path(__file__).parent\nSITE = Path(torch.__file__).parents[1]\n",
         "overlay/b/cpu.py": "import resource\ndef f():\n    return resource.getrusage(0)\n",
         "noxfile.py": "from resource import getrusage\nx = getrusage(0)\n",
+        "scripts/c/build.py": "stamp.write_text(key)\n(env / STAMP).write_bytes(b)\nlog.write_text(t)\n",
+        "scripts/c/ok.py": "replace_file(env / STAMP, key)\nstamp_path.read_text()\n",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(body)
     assert found_in(tmp_path, repo_root_lines) == {"scripts/a/paths.py": [2], "scripts/a/up.py": [2]}
     assert found_in(tmp_path, getrusage_lines) == {"noxfile.py": [2], "overlay/b/cpu.py": [3]}
+    assert found_in(tmp_path, in_place_stamp_lines) == {"scripts/c/build.py": [1, 2]}

@@ -3,6 +3,8 @@ on this host (PATH, pyenv, uv), else a refusal in seconds, before any download o
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
   ``supported_on_host``, ``other_pythons`` (the distribution's python3 too), ``venv_minor``
+- :mod:`.venv`    ``ensure_venv``: a venv behind a stamp; ``install_command``: the one spelling of the
+  installer (pip) for the envs
 - :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
 """
 
@@ -17,12 +19,15 @@ from .choice import (
     supported_on_host,
     venv_minor,
 )
+from .venv import ensure_venv, install_command
 
 __all__ = [
     "SUPPORTED",
     "BasePython",
     "UnsupportedPython",
     "base_python",
+    "ensure_venv",
+    "install_command",
     "other_pythons",
     "supported_on_host",
     "venv_minor",

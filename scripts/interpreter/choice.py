@@ -59,7 +59,7 @@ def _label(minors: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{a}.{b}" for a, b in minors)
 
 
-def _version_of(python: Path) -> tuple[int, int, int] | None:
+def python_version(python: Path) -> tuple[int, int, int] | None:
     """`python`'s CPython version, or None (not runnable, not CPython, no answer in 10 s)."""
     try:
         out = subprocess.run(
@@ -119,7 +119,7 @@ def base_python(
     here = f"Python {_dotted(running)} ({executable})"
     chosen = None
     if asked:
-        version = _version_of(Path(asked))
+        version = python_version(Path(asked))
         if version is None or version[:2] not in SUPPORTED:
             found = "is not a CPython that runs" if version is None else f"is Python {_dotted(version)}"
             raise UnsupportedPython(
@@ -132,7 +132,7 @@ def base_python(
         return BasePython(executable, (running + (0, 0, 0))[:3])
     else:
         for python in candidates() if offered is None else offered:
-            version = _version_of(python)
+            version = python_version(python)
             if version and version[:2] in SUPPORTED:
                 note = f"{here} is not supported; the envs use Python {_dotted(version)} ({python})"
                 chosen = BasePython(str(python), version, note)
@@ -164,7 +164,7 @@ def supported_on_host(offered: Iterable[Path] | None = None) -> dict[str, BasePy
         unique.setdefault(python.resolve(), python)
     running = tuple(sys.version_info[:3]) if sys.implementation.name == "cpython" else None
     for python in unique.values():
-        version = running if python is here else _version_of(python)  # the running one: no probe
+        version = running if python is here else python_version(python)  # the running one: no probe
         if version and version[:2] in SUPPORTED:
             found = BasePython(str(python), version)
             if found.minor not in best or version > best[found.minor].version:
@@ -179,7 +179,7 @@ def other_pythons(
     (`supported_on_host`), and the distribution's own python3 when it is another version (Debian
     12's 3.11.2 beside pyenv's 3.11.7)."""
     others = [p for minor, p in supported_on_host(offered).items() if minor != base.minor]
-    version = _version_of(distribution)
+    version = python_version(distribution)
     if version and version[:2] in SUPPORTED and version not in {p.version for p in (base, *others)}:
         others.append(BasePython(str(distribution), version))
     return others

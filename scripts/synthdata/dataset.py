@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from overlaytool import REPO_ROOT
+from overlaytool import REPO_ROOT, replace_file
 
 from .catalog import MINI_SCENES
 
@@ -95,5 +95,5 @@ def ensure_dataset(
 
         generate(root, scenes, samples_per_scene, seed, jobs=jobs or min(2, os.cpu_count() or 1))
         (root / MARKER).unlink()
-        (root / STAMP).write_text(json.dumps(expected, indent=1))
+        replace_file(root / STAMP, json.dumps(expected, indent=1))
     return root

@@ -11,7 +11,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from interpreter import venv_minor
+from interpreter import install_command, venv_minor
+from overlaytool import replace_file
 
 from . import EnvBuildError, node_torch
 from .claims import build_lock, wait_for_claims
@@ -173,12 +174,8 @@ def _write_stamp(env: Path, choices: Choices, cuda_ops: bool, why: str, ext: Pat
         "mmcv_ext": str(ext.relative_to(env)),
         "mmcv_ext_sha256": _sha256(ext),
     }
-    (env / STAMP).write_text(json.dumps(stamp) + "\n")
+    replace_file(env / STAMP, json.dumps(stamp) + "\n")
     (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format
-
-
-def _pip(python: Path, *args: object) -> list[object]:
-    return [python, "-m", "pip", "install", "--disable-pip-version-check", *args]
 
 
 def _purelib(python: Path) -> Path:
@@ -270,7 +267,7 @@ def _build(
             node = probe(Path(choices.torch_from))
             constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
             prereqs = tuple(p for p in BUILD_PREREQS if p not in node_torch.NODE_TORCH)
-        log.run(_pip(python, "-c", constraints, *prereqs), what="pip install (torch)")
+        log.run(install_command(python, "-c", constraints, *prereqs), what="pip install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
         started = log.begin("mmcv-full wheel with compiled ops (cached)")
@@ -291,9 +288,10 @@ def _build(
 
         started = log.begin("requirements/upstream.txt", "requirements" if fresh else None)
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
-        log.run(_pip(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
+        log.run(install_command(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-        log.run(_pip(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d), what="pip install --no-deps")
+        no_deps = install_command(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d)
+        log.run(no_deps, what="pip install --no-deps")
         # pip keeps an installed mmcv-full 1.6.0 of another build (CPU/CUDA ops, op set, arches):
         # this build's wheel file is installed over it, without its dependencies (also the node's
         # case, where mmcv-full's opencv-python stays out: node_torch.py says why)

@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from interpreter import install_command
+
 from . import EnvBuildError
 from .paths import ROOT, wheel_cache
 from .runlog import BuildLog
@@ -162,8 +164,7 @@ def _pip_target(
     cuda = lock.stem.removeprefix("cuda-toolkit-")
     try:
         log.run(
-            [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--require-hashes",
-             "--target", partial, "-r", requirements],
+            install_command(python, "--no-deps", "--require-hashes", "--target", partial, "-r", requirements),
             what=f"pip install the CUDA {cuda} {tool} from {lock.name}",
         )  # fmt: skip
     except EnvBuildError as exc:

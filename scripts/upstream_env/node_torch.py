@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from gpukit import link_torch
+from interpreter import install_command
 
 from . import EnvBuildError
 from .paths import CONSTRAINTS, REQUIREMENTS
@@ -104,8 +105,5 @@ def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -
     log.say(f"      torch {node['torch']} (CUDA {node['cuda']}) of the node; has torchvision: {has_tv}")
     if not has_tv:
         wanted = f"torchvision=={torchvision_for(node['torch'])}"
-        log.run(
-            [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", wanted],
-            what="pip install torchvision",
-        )
+        log.run(install_command(python, "--no-deps", wanted), what="pip install torchvision")
     return constraints, requirements

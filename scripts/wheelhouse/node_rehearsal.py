@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpukit import Stopwatch, clean_pip_env
-from interpreter import supported_on_host
+from interpreter import ensure_venv, supported_on_host
 from upstream_env import kept_units, system_toolkit
 
 from .kit_sources import ROOT
@@ -136,20 +136,14 @@ def find_python(asked: str | None) -> str:
 def ensure_standin(python: str) -> Path:
     """The node's own venv (its torch, torchvision, numpy), from the index; rebuilt only when its
     requirements or its Python change. Its python."""
-    vpy = STANDIN / "bin" / "python"
-    version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True, text=True)
-    want = STANDIN_REQUIREMENTS.read_text() + version.stdout
-    stamp = STANDIN / ".standin-stamp"
-    if vpy.exists() and stamp.exists() and stamp.read_text() == want:
-        print(f"      {STANDIN} is current")
-        return vpy
-    req = str(STANDIN_REQUIREMENTS)
-    pip = [str(vpy), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", req]
-    for cmd in ([python, "-m", "venv", "--clear", str(STANDIN)], pip):
+
+    def run(cmd: list[str]) -> None:
         if subprocess.run(cmd).returncode != 0:
             raise RehearsalError(f"the node's venv {STANDIN}: `{' '.join(cmd)}` failed (output above)")
-    stamp.write_text(want)
-    return vpy
+
+    installs = [("-q", "-r", STANDIN_REQUIREMENTS)]
+    want = STANDIN_REQUIREMENTS.read_text()  # and the Python's version (ensure_venv): made afresh
+    return ensure_venv(STANDIN, python, want, installs, run, stamp=".standin-stamp")
 
 
 def node_environment(standin: Path, home: Path, results: Path) -> dict[str, str]:

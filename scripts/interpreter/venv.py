@@ -1,0 +1,57 @@
+"""A venv behind a stamp: made with a base Python, its packages installed, the stamp written last
+(whole, by the house writer ``overlaytool.replace_file``); current while the stamp holds the same
+key. The light env (the noxfile's), the rehearsal's stand-in for the node and the OpenMMLab env's
+venv are made here, and :func:`install_command` is the one place the installer is spelled for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .choice import python_version, venv_minor
+
+Run = Callable[[list[str]], object]  # runs a command, raising on a non-zero exit
+
+
+def install_command(python: Path | str, *args: object) -> list[str]:
+    """The command that installs ``args`` (requirements, constraints, options) into ``python``'s venv."""
+    return [str(python), "-m", "pip", "install", "--disable-pip-version-check", *map(str, args)]
+
+
+def venv_python(env: Path) -> Path:
+    return env / "bin" / "python"
+
+
+def make_venv(env: Path, base: str, run: Run) -> None:
+    """Make ``env`` with the Python ``base``; ``--clear``: nothing of an older one is kept."""
+    run([base, "-m", "venv", "--clear", str(env)])
+
+
+def ensure_venv(
+    env: Path,
+    base: str,
+    key: str,
+    installs: Sequence[Sequence[object]],
+    run: Run,
+    *,
+    stamp: str,
+    minor: str | None = None,
+) -> Path:
+    """``env``'s python: as it is when its ``stamp`` file holds ``key`` and ``base``'s version
+    (:func:`.choice.python_version`), else (re)made with ``base``
+    (:func:`make_venv`; with ``minor``, one made by that Python minor is kept and installed over),
+    each of ``installs`` installed in order (:func:`install_command`), and the stamp written last, so
+    a build that stops half-way is redone."""
+    python, stamp_file = venv_python(env), env / stamp
+    key = f"{key}\npython {python_version(Path(base))}\n"
+    if python.exists() and stamp_file.is_file() and stamp_file.read_text() == key:
+        return python
+    if minor is None or not python.exists() or venv_minor(env) != minor:
+        make_venv(env, base, run)
+    for args in installs:
+        run(install_command(python, *args))
+    from overlaytool import replace_file  # here: the noxfile imports this package first, on any Python
+
+    replace_file(stamp_file, key)
+    return python
