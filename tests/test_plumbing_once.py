@@ -1,9 +1,11 @@
 """Each piece of plumbing is written once (read from the code of scripts/, overlay/ and the noxfile):
 the repository root is computed in ``overlaytool.targets`` alone (the noxfile finds its own folder
-to put scripts/ on the path), the CPU seconds of a process are read with ``getrusage`` in
-``gpukit.steps`` alone, and a stamp (a file read back to decide whether work is done) is written
-by its house's atomic writer, never with ``write_text``/``write_bytes``: a torn stamp that reads
-as current skips the work. The atomic writers themselves are tests/test_atomic_writers.py's."""
+to put scripts/ on the path); the CPU seconds of a process are read with ``getrusage`` in
+``gpukit.steps`` alone; another Python is asked its version by ``interpreter.choice`` (a bare one)
+and ``gpukit.node`` (one with torch: the kit's probe) alone; and a stamp (a file read back to decide
+whether work is done) is written by its house's atomic writer, never with ``write_text`` or
+``write_bytes``: a torn stamp that reads as current skips the work. The atomic writers themselves
+are tests/test_atomic_writers.py's."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPO_ROOT_AT = "scripts/overlaytool/targets.py"
 CPU_SECONDS_AT = "scripts/gpukit/steps.py"
+VERSION_PROBES_AT = ["scripts/gpukit/node.py", "scripts/interpreter/choice.py"]
 # files that write a stamp in place, and why that is allowed there
 STAMPS_IN_PLACE = {
     "scripts/gpukit/stack.py": "the kit's runner runs from the kit folder alone (stdlib, no house writer); "
@@ -59,6 +62,15 @@ def getrusage_lines(tree: ast.AST) -> list[int]:
     ]
 
 
+def version_probe_lines(tree: ast.AST) -> list[int]:
+    """Lines of code given to another Python that asks its version: a string holding ``sys.version``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "sys.version" in node.value
+    ]
+
+
 def in_place_stamp_lines(tree: ast.AST) -> list[int]:
     """Lines that write a stamp with ``write_text``/``write_bytes``: the written path's expression
     names a stamp (``stamp.write_text(...)``, ``(env / STAMP).write_text(...)``)."""
@@ -92,13 +104,18 @@ def test_cpu_seconds_are_read_in_one_place() -> None:
     assert len(found[CPU_SECONDS_AT]) <= 2  # its own process and its children
 
 
+def test_another_python_is_asked_its_version_in_one_place_per_question() -> None:
+    found = found_in(ROOT, version_probe_lines)
+    assert sorted(found) == VERSION_PROBES_AT, "take `interpreter.choice.python_version` or `gpukit.probe`"
+
+
 def test_stamps_are_written_by_the_house_writer() -> None:
     found = found_in(ROOT, in_place_stamp_lines)
     assert sorted(found.keys() - STAMPS_IN_PLACE.keys()) == [], "write it with replace_file"
     assert sorted(STAMPS_IN_PLACE.keys() - found.keys()) == [], "writes no stamp in place any more: drop it"
 
 
-def test_a_second_repo_root_timer_and_stamp_written_in_place_are_found(tmp_path: Path) -> None:
+def test_a_second_repo_root_timer_version_probe_and_stamp_in_place_are_found(tmp_path: Path) -> None:
     for rel, body in {
         "scripts/a/paths.py": "from pathlib import Path\nROOT = Path(__file__).resolve().parents[2]\n",
         "scripts/a/up.py": "import os\nTOP = Path(__file__).parent.parent\n",
@@ -106,10 +123,12 @@ def test_a_second_repo_root_timer_and_stamp_written_in_place_are_found(tmp_path:
         "overlay/b/cpu.py": "import resource\ndef f():\n    return resource.getrusage(0)\n",
         "noxfile.py": "from resource import getrusage\nx = getrusage(0)\n",
         "scripts/c/build.py": "stamp.write_text(key)\n(env / STAMP).write_bytes(b)\nlog.write_text(t)\n",
-        "scripts/c/ok.py": "replace_file(env / STAMP, key)\nstamp_path.read_text()\n",
+        "scripts/c/ok.py": "replace_file(env / STAMP, key)\nstamp_path.read_text()\nv = sys.version\n",
+        "scripts/c/ask.py": "run([python, '-c', 'import sys; print(sys.version)'])\n",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(body)
     assert found_in(tmp_path, repo_root_lines) == {"scripts/a/paths.py": [2], "scripts/a/up.py": [2]}
     assert found_in(tmp_path, getrusage_lines) == {"noxfile.py": [2], "overlay/b/cpu.py": [3]}
     assert found_in(tmp_path, in_place_stamp_lines) == {"scripts/c/build.py": [1, 2]}
+    assert found_in(tmp_path, version_probe_lines) == {"scripts/c/ask.py": [1]}
