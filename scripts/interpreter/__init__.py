@@ -3,8 +3,9 @@ on this host (PATH, pyenv, uv), else a refusal in seconds, before any download o
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
   ``supported_on_host``, ``other_pythons`` (the distribution's python3 too), ``venv_minor``
-- :mod:`.venv`    ``ensure_venv``: a venv behind a stamp; ``install_command``: the one spelling of the
-  installer (pip) for the envs
+- :mod:`.venv`    ``ensure_venv``: a venv behind a stamp
+- :mod:`.installer`  ``install_command``: the one spelling of the installer for the envs (uv, else
+  pip), ``pip_settings``: the package sources pip would use
 - :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
 """
 
@@ -19,7 +20,8 @@ from .choice import (
     supported_on_host,
     venv_minor,
 )
-from .venv import ensure_venv, install_command
+from .installer import install_command, pip_settings
+from .venv import ensure_venv
 
 __all__ = [
     "SUPPORTED",
@@ -29,6 +31,7 @@ __all__ = [
     "ensure_venv",
     "install_command",
     "other_pythons",
+    "pip_settings",
     "supported_on_host",
     "venv_minor",
 ]

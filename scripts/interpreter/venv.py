@@ -1,7 +1,7 @@
 """A venv behind a stamp: made with a base Python, its packages installed, the stamp written last
 (whole, by the house writer ``overlaytool.replace_file``); current while the stamp holds the same
 key. The light env (the noxfile's), the rehearsal's stand-in for the node and the OpenMMLab env's
-venv are made here, and :func:`install_command` is the one place the installer is spelled for them.
+venv are made here; their installs go through :func:`.installer.install_command`.
 """
 
 from __future__ import annotations
@@ -10,13 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .choice import python_version, venv_minor
+from .installer import install_command
 
 Run = Callable[[list[str]], object]  # runs a command, raising on a non-zero exit
-
-
-def install_command(python: Path | str, *args: object) -> list[str]:
-    """The command that installs ``args`` (requirements, constraints, options) into ``python``'s venv."""
-    return [str(python), "-m", "pip", "install", "--disable-pip-version-check", *map(str, args)]
 
 
 def venv_python(env: Path) -> Path:

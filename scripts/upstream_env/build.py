@@ -267,7 +267,7 @@ def _build(
             node = probe(Path(choices.torch_from))
             constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
             prereqs = tuple(p for p in BUILD_PREREQS if p not in node_torch.NODE_TORCH)
-        log.run(install_command(python, "-c", constraints, *prereqs), what="pip install (torch)")
+        log.run(install_command(python, "-c", constraints, *prereqs), what="install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
         started = log.begin("mmcv-full wheel with compiled ops (cached)")
@@ -288,7 +288,7 @@ def _build(
 
         started = log.begin("requirements/upstream.txt", "requirements" if fresh else None)
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
-        log.run(install_command(python, "-c", constraints, *links, "-r", requirements), what="pip install -r")
+        log.run(install_command(python, "-c", constraints, *links, "-r", requirements), what="install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
         no_deps = install_command(python, "--no-deps", "-c", constraints, *NO_DEPS, mmdet3d)
         log.run(no_deps, what="pip install --no-deps")

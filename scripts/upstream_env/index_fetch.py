@@ -15,12 +15,12 @@ import json
 import os
 import re
 import ssl
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from interpreter import pip_settings
 from overlaytool import replace_file
 
 from . import EnvBuildError
@@ -32,15 +32,8 @@ HREF = re.compile(r"""href\s*=\s*["']([^"']+)["']""", re.I)
 
 def indexes(python: Path) -> list[str]:
     """The simple-index URLs pip would read, in its order: the index, then the extra ones."""
-    main = os.environ.get("PIP_INDEX_URL", "").split()
-    extra = os.environ.get("PIP_EXTRA_INDEX_URL", "").split()
-    if not main or not extra:
-        listed = subprocess.run(
-            [str(python), "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
-        ).stdout
-        config = dict(re.findall(r"^[\w:.]*?\.?([\w-]+)\s*=\s*'?(.*?)'?$", listed, re.M))
-        main = main or config.get("index-url", "").split()
-        extra = extra or config.get("extra-index-url", "").split()
+    settings = pip_settings(str(python))
+    main, extra = settings.get("index-url", "").split(), settings.get("extra-index-url", "").split()
     return [u if u.endswith("/") else u + "/" for u in (main or [PYPI]) + extra if not u.startswith("file:")]
 
 

@@ -23,6 +23,7 @@ from typing import IO
 
 import gpukit
 from gpukit import CheckError, Stopwatch
+from interpreter import install_command
 
 from . import EnvBuildError, cuda_toolkit, op_set
 from .index_fetch import fetch_sdist
@@ -276,17 +277,8 @@ def install_wheel(python: Path, purelib: Path, folder: Path, log: BuildLog) -> P
         raise EnvBuildError(f"{folder}: {len(wheels)} mmcv-full wheels, not one; delete the folder and rerun")
     (wheel,) = wheels
     log.run(
-        [
-            python,
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--force-reinstall",
-            wheel,
-        ],
-        what="pip install mmcv-full (this build's wheel)",
+        install_command(python, "--no-deps", "--force-reinstall", wheel),
+        what="install mmcv-full (this build's wheel)",
     )
     member, want = wheel_ext(wheel)
     installed = purelib / member

@@ -5,17 +5,14 @@ serves them to the builder in place of the compile, with a faked GPU (the `wheel
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import sysconfig
 import tarfile
-import zipfile
 from pathlib import Path
 
 from upstream_env import mmcv_wheel
+from wheel_files import make_wheel
 
-WHEEL = b"Wheel-Version: 1.0\nGenerator: tiny_wheels\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
 EXT = f"mmcv/_ext{sysconfig.get_config_var('EXT_SUFFIX')}"  # where the real wheel has its library
 GPU_INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "torch_site": "/nowhere"}
 BUILDS = {  # (cuda ops, full set, arch list) -> the name its tiny wheel's `_ext` bytes carry
@@ -25,29 +22,6 @@ BUILDS = {  # (cuda ops, full set, arch list) -> the name its tiny wheel's `_ext
     (True, False, ("9.0",)): "cuda-reduced-arch9.0",
     (True, True, ("9.0",)): "cuda-full-arch9.0",
 }
-
-
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
-    """`folder/<name>-<version>-py3-none-any.whl` holding `files`, with METADATA, WHEEL and RECORD."""
-    dist = name.replace("-", "_")
-    info = f"{dist}-{version}.dist-info"
-    files = {
-        **files,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": WHEEL,
-    }
-    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{dist}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, data in files.items():
-            zf.writestr(path, data)
-        zf.writestr(f"{info}/RECORD", record + f"{info}/RECORD,,\n")
-    return wheel
 
 
 def tiny_mmcv(folder: Path, build: str) -> bytes:

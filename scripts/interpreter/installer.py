@@ -1,0 +1,78 @@
+"""The one spelling of the installer for the envs this project builds: uv where it is installed
+beside nox (``requirements/nox.txt``: it installs the same pinned sets in parallel and does not
+byte-compile up front), else pip (the GPU kit's node, which carries only pip).
+
+uv reads neither pip's configuration files nor its ``PIP_*`` variables, so the package sources pip
+would use (index, extra indexes, find-links, ``no-index``, global constraint files) are passed to it
+explicitly: both installers see the same packages (docs/upstream-env.md#installer).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+# pip setting -> uv option; the values of the listed settings are space-separated lists
+SOURCES = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+}
+TRUE = {"1", "true", "yes", "on"}
+
+
+def pip_settings(python: str = sys.executable) -> dict[str, str]:
+    """pip's effective settings as ``pip config list`` of ``python`` shows them (its files, then the
+    ``PIP_*`` variables, which win), keyed by the bare name (``index-url``)."""
+    listed = subprocess.run(
+        [python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+    ).stdout
+    found = re.findall(r"^([\w:-]*)\.([\w-]+)\s*=\s*'?(.*?)'?$", listed, re.M)
+    files = {key: value for where, key, value in found if where != ":env:"}
+    return files | {key: value for where, key, value in found if where == ":env:"}
+
+
+def _exists(location: str) -> bool:
+    """A URL or path pip would read: a local one only where it exists (pip warns and skips it)."""
+    parts = urlsplit(location)
+    if parts.scheme in ("http", "https"):
+        return True
+    return Path(url2pathname(parts.path) if parts.scheme == "file" else location).exists()
+
+
+def uv_options(settings: dict[str, str]) -> list[str]:
+    """The uv options that give uv pip's package sources ``settings`` (:func:`pip_settings`)."""
+    options = ["--no-index"] if settings.get("no-index", "").lower() in TRUE else []
+    for key, option in SOURCES.items():
+        options += [a for value in settings.get(key, "").split() if _exists(value) for a in (option, value)]
+    return options
+
+
+def uv_binary() -> str | None:
+    """The uv installed beside the running Python (its wheel's binary), else on PATH, else None."""
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return shutil.which("uv")
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:
+        return shutil.which("uv")
+
+
+def install_command(python: Path | str, *args: object) -> list[str]:
+    """The command that installs ``args`` (requirements, constraints, options) into ``python``'s venv:
+    ``uv pip install`` with pip's package sources, else ``pip install``."""
+    uv = uv_binary()
+    if uv is None:
+        return [str(python), "-m", "pip", "install", "--disable-pip-version-check", *map(str, args)]
+    # copies, as pip makes: a hard link into uv's cache would let an edit of an installed file change
+    # the cache and every env linked to it (tests/interpreter/test_installer.py)
+    uv_pip = [uv, "pip", "install", "--python", str(python), "--link-mode", "copy"]
+    return [*uv_pip, *uv_options(pip_settings()), *map(str, args)]
