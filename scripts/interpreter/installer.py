@@ -72,7 +72,9 @@ def install_command(python: Path | str, *args: object) -> list[str]:
     uv = uv_binary()
     if uv is None:
         return [str(python), "-m", "pip", "install", "--disable-pip-version-check", *map(str, args)]
-    # copies, as pip makes: a hard link into uv's cache would let an edit of an installed file change
-    # the cache and every env linked to it (tests/interpreter/test_installer.py)
-    uv_pip = [uv, "pip", "install", "--python", str(python), "--link-mode", "copy"]
+    # as pip does: every index's versions are candidates (uv's default takes only the first index that
+    # has the project), and files are copied (a hard link into uv's cache would let an edit of an
+    # installed file change the cache and every env linked to it): tests/interpreter/test_installer.py
+    uv_pip = [uv, "pip", "install", "--python", str(python), "--index-strategy", "unsafe-best-match"]
+    uv_pip += ["--link-mode", "copy"]
     return [*uv_pip, *uv_options(pip_settings()), *map(str, args)]

@@ -75,6 +75,29 @@ def test_a_wheel_reachable_only_through_pips_variables_installs_with_uv(
     assert installed.read_bytes() == b"VALUE = 1\n", "the reinstall is the wheel's file, not the edit"
 
 
+def test_every_index_pip_reads_offers_its_versions_as_with_pip(
+    tmp_path: Path, pip_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip takes the best match over all its indexes; uv's default, only the first index that has the
+    project (an extra index before the main one): there `tinypkg==1.0`, on the main index alone, is
+    "no solution"."""
+    for index, version in (("main", "1.0"), ("extra", "2.0")):
+        wheel = make_wheel(tmp_path / index / "files", "tinypkg", version, {"tinypkg.py": b"V = 0\n"})
+        page = tmp_path / index / "simple" / "tinypkg" / "index.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f'<a href="../../files/{wheel.name}">{wheel.name}</a>\n')
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "main" / "simple").as_uri())
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", (tmp_path / "extra" / "simple").as_uri())
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
+    done = subprocess.run(
+        install_command(env / "bin" / "python", "tinypkg==1.0"), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert next(env.glob("lib/python*/site-packages/tinypkg-1.0.dist-info")).is_dir()
+
+
 def test_without_uv_the_command_is_pips(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(installer, "uv_binary", lambda: None)
     assert install_command("/env/bin/python", "-r", "a.txt")[:4] == [
