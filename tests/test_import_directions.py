@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -252,6 +253,39 @@ def test_an_import_past_the_faces_is_named(tmp_path: Path) -> None:
         "scripts/other/use.py:5 dali_streampetr.runner.collate",
         "scripts/tool/cli.py:2 other.deep",
     ]
+
+
+# The loader's faces -> the most names each may hold (a face carries few names: issue #59).
+FACE_LIMITS = {"dali_streampetr": 11, "dali_streampetr.toolkit": 10, "dali_streampetr.runner": 11}
+
+
+def crowded_faces(repo: Path, faces: dict[str, list[str]], limits: dict, documented: str) -> list[str]:
+    """A loader face over its limit, a name on two of them, and a name of theirs that fewer than
+    two files outside the package use (scripts/, overlay/, patches/, the noxfile) and ``documented``
+    (docs/loader.md) does not name."""
+    found = [f"{face}: {len(names)} names, at most {limits[face]}" for face, names in faces.items()
+             if face in limits and len(names) > limits[face]]  # fmt: skip
+    owner: dict[str, str] = {}
+    for face, names in ((f, faces[f]) for f in limits):
+        found += [f"{n}: on {owner[n]} and {face}" for n in names if n in owner]
+        owner.update(dict.fromkeys(names, face))
+    paths = [repo / "noxfile.py", *(repo / "patches").rglob("*.patch")]
+    paths += [p for r in SOURCE_ROOTS for p in (repo / r).rglob("*.py") if "dali_streampetr" not in p.parts]
+    texts = [set(re.findall(r"\w+", p.read_text(encoding="utf-8"))) for p in paths]
+    for face in limits:
+        for name in faces[face]:
+            users = sum(name in words for words in texts)
+            if users < 2 and f"`{name}`" not in documented:
+                found.append(
+                    f"{face}.{name}: {users} file(s) outside the package use it, docs/loader.md names it not"
+                )
+    return found
+
+
+def test_each_face_holds_few_names_each_of_them_used() -> None:
+    faces = {name: list(importlib.import_module(name).__all__) for name in FACE_LIMITS}
+    documented = (REPO_ROOT / "docs" / "loader.md").read_text(encoding="utf-8")
+    assert crowded_faces(REPO_ROOT, faces, FACE_LIMITS, documented) == []
 
 
 # The loader's classes -> the builder a caller outside the loader package builds one with (the
