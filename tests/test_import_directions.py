@@ -260,25 +260,22 @@ FACE_LIMITS = {"dali_streampetr": 11, "dali_streampetr.toolkit": 10, "dali_strea
 
 
 def crowded_faces(repo: Path, faces: dict[str, list[str]], limits: dict, documented: str) -> list[str]:
-    """A loader face over its limit, a name on two of them, and a name of theirs that fewer than
-    two files outside the package use (scripts/, overlay/, patches/, the noxfile) and ``documented``
-    (docs/loader.md) does not name."""
-    found = [f"{face}: {len(names)} names, at most {limits[face]}" for face, names in faces.items()
-             if face in limits and len(names) > limits[face]]  # fmt: skip
-    owner: dict[str, str] = {}
-    for face, names in ((f, faces[f]) for f in limits):
-        found += [f"{n}: on {owner[n]} and {face}" for n in names if n in owner]
-        owner.update(dict.fromkeys(names, face))
+    """A face over its limit, a name on two faces, and a name that fewer than two files outside the
+    loader package use (scripts/, overlay/, patches/, the noxfile) and ``documented`` does not name."""
     paths = [repo / "noxfile.py", *(repo / "patches").rglob("*.patch")]
     paths += [p for r in SOURCE_ROOTS for p in (repo / r).rglob("*.py") if "dali_streampetr" not in p.parts]
     texts = [set(re.findall(r"\w+", p.read_text(encoding="utf-8"))) for p in paths]
-    for face in limits:
-        for name in faces[face]:
-            users = sum(name in words for words in texts)
-            if users < 2 and f"`{name}`" not in documented:
-                found.append(
-                    f"{face}.{name}: {users} file(s) outside the package use it, docs/loader.md names it not"
-                )
+    found = [f"{face}: {len(names)} names, at most {limits[face]}" for face, names in faces.items()
+             if len(names) > limits[face]]  # fmt: skip
+    twice = {n for names in faces.values() for n in names if sum(n in m for m in faces.values()) > 1}
+    found += [f"{n}: on two faces" for n in sorted(twice)]
+    for face, names in faces.items():
+        users = {n: sum(n in words for words in texts) for n in names}
+        found += [
+            f"{face}.{n}: {k} file(s) outside use it"
+            for n, k in users.items()
+            if k < 2 and f"`{n}`" not in documented
+        ]
     return found
 
 
