@@ -5,15 +5,10 @@ than ``NEAR`` to the camera plane are left out: the pixel bound grows as 1/depth
 from __future__ import annotations
 
 import numpy as np
+from batchview.__main__ import project  # the batch view's projection: lidar2img, then depth
 from float_tolerance import float_atol, projection_atol
 
 NEAR = 1.0  # metres
-
-
-def project(lidar2img: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(..., 3) LiDAR points through a 4x4 ``lidar2img``: pixel (..., 2) and depth (...)."""
-    hom = np.concatenate([points, np.ones(points.shape[:-1] + (1,))], -1) @ lidar2img.T
-    return hom[..., :2] / np.maximum(hom[..., 2], 1e-6)[..., None], hom[..., 2]
 
 
 def own_box(
