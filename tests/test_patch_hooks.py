@@ -99,7 +99,7 @@ def test_a_patch_importing_a_loader_module_directly_is_named(tmp_path: Path) -> 
     (tmp_path / "a.patch").write_text(
         "+from dali_streampetr.sampling.eval_shards import part_line\n"
         "+        from dali_streampetr.runner import wrap_on_cpu, not_a_name  # a hook\n"
-        "+from dali_streampetr.runner import (gather_results_cpu, rank_indices)\n"
+        "+from dali_streampetr.runner import (gather_results, scene_shard)\n"
     )
     assert face_problems(tmp_path) == [
         "a.patch: imports dali_streampetr.sampling.eval_shards, not through dali_streampetr.runner",

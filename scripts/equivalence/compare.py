@@ -12,7 +12,6 @@ import torch
 
 GEOMETRY = ("lidar2img", "intrinsics", "extrinsics", "ego_pose", "ego_pose_inv", "timestamp", "img_timestamp")
 BOXES_2D = ("gt_bboxes", "centers2d", "depths")
-EXACT = ("prev_exists", "gt_labels_3d", "gt_labels")
 # max abs diff per field kind (float64 compare of the float32 / float64 values)
 TOLERANCES = {"geometry": 1e-4, "boxes3d": 1e-5, "boxes2d": 1e-3, "exact": 0.0}
 IMAGE_MEAN_TOL, IMAGE_P999_TOL = 0.5, 4.0  # grey levels (uint8 units), per image

@@ -97,16 +97,6 @@ def compare_batches(
     return record
 
 
-def declared_mode(cfg: Any) -> str:
-    """The training mode a config asks for (upstream's dataset defaults for absent keys)."""
-    from dali_streampetr.toolkit import SINGLE_FRAME, SLIDING_WINDOW, STREAMING, dataset_values
-
-    values = dataset_values(cfg.data.train)
-    if values["seq_mode"]:
-        return STREAMING
-    return SINGLE_FRAME if values["queue_length"] == 1 else SLIDING_WINDOW
-
-
 def run_config(
     config: str,
     data_root: Path,
@@ -123,6 +113,7 @@ def run_config(
     draws per side.
     ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
     from dali_streampetr import UnsupportedConfigError, loader_config_from
+    from dali_streampetr.toolkit import declared_mode
 
     t0 = time.perf_counter()
     cfg = load_config(config, data_root, samples_per_gpu)

@@ -22,7 +22,7 @@ from .verdict import result_of, write_json
 
 
 def _mode(cfg: Any) -> str:
-    from .harness import declared_mode
+    from dali_streampetr.toolkit import declared_mode
 
     try:
         return declared_mode(cfg)

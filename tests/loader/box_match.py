@@ -5,7 +5,7 @@ than ``NEAR`` to the camera plane are left out: the pixel bound grows as 1/depth
 from __future__ import annotations
 
 import numpy as np
-from dali_streampetr.batch.transforms import project
+from batchview.__main__ import project  # the batch view's projection: lidar2img, then depth
 from float_tolerance import float_atol, projection_atol
 
 NEAR = 1.0  # metres

@@ -1,6 +1,5 @@
 """The loader's error classes stand in one module per wing at most (read from the code with ``ast``,
-the mmcv side included), so that whoever catches one finds all of its wing's in one place; the
-package root's exported errors are those classes."""
+the mmcv side included), so that whoever catches one finds all of its wing's in one place."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import dali_streampetr
-import pytest
 
 PACKAGE = Path(dali_streampetr.__file__).resolve().parent
 
@@ -48,13 +46,6 @@ def test_each_wing_defines_its_errors_in_one_module_at_most() -> None:
     wings = modules_per_wing(error_classes(PACKAGE))
     assert {"frames", "pipeline", "settings.py", "resume.py"} <= wings.keys()
     assert {wing: sorted(m) for wing, m in wings.items() if len(m) > 1} == {}
-
-
-@pytest.mark.parametrize("name", [n for n in dali_streampetr.__all__ if n.endswith(("Error", "Mismatch"))])
-def test_the_roots_errors_are_named_by_their_wings_error_module(name: str) -> None:
-    errors = error_classes(PACKAGE)
-    module = dali_streampetr._EXPORTS[name].replace(".", "/") + ".py"
-    assert errors[name] == module
 
 
 def test_a_second_module_of_errors_in_a_wing_is_named(tmp_path: Path) -> None:

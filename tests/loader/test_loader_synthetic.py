@@ -7,8 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from box_match import own_box
-from dali_streampetr.batch.transforms import project
+from box_match import own_box, project
 from dali_streampetr.loader import build_loader
 from float_tolerance import BATCH_LIDAR2IMG_OPS
 

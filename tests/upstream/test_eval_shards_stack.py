@@ -18,9 +18,9 @@ are made once per module.
 - ``nox -s evaluate`` on 3 ranks of the 2-scene val set (the middle rank holds no frame): the same
   results and the same metrics as one process; ``--validate`` on 2 ranks, evaluating twice, reports
   what one process's evaluation of its checkpoint reports;
-- the gather itself (``gather_results_cpu`` and ``_gpu`` of ``dali_streampetr.runner``, which the
-  patched ``custom_multi_gpu_test`` calls) on gloo with 1 and 4 ranks, rank 0 empty,
-  and a lost frame named.
+- the gather itself (``gather_results_cpu`` and ``_gpu`` of ``dali_streampetr.runner.eval_gather``,
+  which the patched ``custom_multi_gpu_test`` calls through ``gather_results``) on gloo with 1 and 4
+  ranks, rank 0 empty, and a lost frame named.
 
 ``nox`` (CI) runs the focused part: the DALI test loader at K = 3 (15 frames, 5 scenes: no multiple
 of 3), without ``--validate``; the rest is marked ``proof`` and runs in ``nox -s proofs``: K = 2, 3, 4
@@ -244,7 +244,7 @@ def test_validate_on_two_ranks_reports_what_one_process_evaluates(
 
 GATHER = """
 import multiprocessing, os, sys, torch.distributed as dist
-from dali_streampetr.runner import gather_results_cpu, gather_results_gpu
+from dali_streampetr.runner.eval_gather import gather_results_cpu, gather_results_gpu
 from dali_streampetr.sampling.eval_shards import scene_shards
 ids, folder, mode = ['a', 'a', 'a', 'b', 'b'], sys.argv[1], sys.argv[2]
 lose = mode == 'lose'

@@ -182,27 +182,6 @@ def filter_objects(
     return boxes[keep], labels[keep]
 
 
-def box_corners(boxes: np.ndarray) -> np.ndarray:
-    """(N, 8, 3) corners of bottom-centred yawed boxes (first 4 at the bottom)."""
-    signs = np.array(
-        [[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0], [-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1]],
-        dtype=np.float64,
-    )
-    half = boxes[:, None, 3:6] * np.array([0.5, 0.5, 1.0])
-    local = signs[None] * half
-    c, s = np.cos(boxes[:, 6]), np.sin(boxes[:, 6])
-    rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)  # (N, 2, 2)
-    xy = np.einsum("nij,nkj->nki", rot, local[..., :2])
-    return np.concatenate([xy, local[..., 2:]], -1) + boxes[:, None, :3]
-
-
-def project(lidar2img: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Project (..., 3) LiDAR points with a 4x4 ``lidar2img``: pixel (..., 2) and depth (...)."""
-    hom = np.concatenate([points, np.ones(points.shape[:-1] + (1,))], -1) @ lidar2img.T
-    depth = hom[..., 2]
-    return hom[..., :2] / np.maximum(depth, 1e-6)[..., None], depth
-
-
 def frame_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
     """Everything but the pixels for one frame, as upstream's train pipeline produces it:
     ObjectRangeFilter, ObjectNameFilter, ResizeCropFlipRotImage (matrices + 2D labels),

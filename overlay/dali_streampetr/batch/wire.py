@@ -41,6 +41,7 @@ _EMPTY = np.zeros(0, dtype=np.uint8)
 
 # the parameter row's fields (see the module doc)
 DECODE_START, DECODE_SHAPE, ROI_START, ROI_END, OUT_SIZE = (slice(i, i + 2) for i in range(0, 10, 2))
+DECODE_WINDOW = slice(0, 4)  # DECODE_START then DECODE_SHAPE: (y, x, h, w)
 FLIP: int = 10
 INFO = slice(11, 14)
 GEOMETRY = slice(14, 14 + GEOMETRY_WIDTH)

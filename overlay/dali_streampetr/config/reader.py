@@ -28,7 +28,10 @@ from ..settings import (
     IDA_KEYS,
     ITER_RUNNER,
     NUSCENES_CLASSES,
+    SINGLE_FRAME,
+    SLIDING_WINDOW,
     STREAM_SAMPLER,
+    STREAMING,
     TEST_SAMPLER,
     AugConfig,
     ConfigValueError,
@@ -387,6 +390,14 @@ def dataset_values(part: Any) -> dict[str, Any]:
     """The dataset keys of ``data.<split>`` with upstream's defaults (or the loader's, for a bare dict)."""
     defaults = UPSTREAM_DEFAULTS if _get(part, "type") is not None else LOADER_DEFAULTS
     return {k: _get(part, k, d) if _get(part, k) is not None else d for k, d in defaults.items()}
+
+
+def declared_mode(cfg: Any) -> str:
+    """The training mode a config's ``data.train`` asks for, refused or not (upstream's defaults)."""
+    values = dataset_values(cfg.data.train)
+    if values["seq_mode"]:
+        return STREAMING
+    return SINGLE_FRAME if values["queue_length"] == 1 else SLIDING_WINDOW
 
 
 def _check_dataset(part: Any, values: dict[str, Any], class_names: Any, split: Split) -> None:

@@ -26,7 +26,6 @@ FIXED = {
     "ego_pose_inv": (np.float32, (4, 4)),
 }
 SHARED = ("intrinsics", "extrinsics")  # per-frame blocks kept once (a calibration serves a whole log)
-STRING_FIELDS = ("token", "scene_token", "cam_names", "data_paths")  # per frame: 1, 1, C, C strings
 ANN_2D = {"bboxes2d": (np.float32, 4), "centers2d": (np.float32, 2),
           "labels2d": (np.int64, 0), "depths": (np.float32, 0)}  # fmt: skip
 KEEPS_EMPTY_SHAPE = ("bboxes2d", "centers2d")  # an empty one keeps the pickle's shape (upstream)

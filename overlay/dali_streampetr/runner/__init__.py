@@ -25,9 +25,7 @@ _EXPORTS = {
     "scene_shard": "upstream_loaders",
     "loading_options": "upstream_loaders",
     "register_loader_hooks": "upstream_loaders",
-    "rank_indices": "eval_gather",
-    "gather_results_cpu": "eval_gather",
-    "gather_results_gpu": "eval_gather",
+    "gather_results": "eval_gather",
     "sdpa_attention": "attention",
 }
 __all__ = sorted(_EXPORTS)

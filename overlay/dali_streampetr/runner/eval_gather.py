@@ -18,11 +18,16 @@ from mmcv.runner import get_dist_info
 from ..sampling.eval_shards import in_dataset_order
 
 
-def rank_indices(data_loader: Any) -> list[int]:
-    """The dataset index of each frame this rank evaluates, in order, as its sampler yields them (the
-    torch sampler and the DALI test loader's alike). Shards may differ in length
-    (data_loading_config.test_sharding='scenes'), so the gather places results by index."""
-    return [int(i) for i in data_loader.sampler]
+def gather_results(
+    result_part: list, data_loader: Any, tmpdir: str | None = None, *, gpu_collect: bool = False
+) -> list | None:
+    """Rank 0: every rank's results in dataset order, each at the dataset index this rank's sampler
+    yielded for it (the torch sampler and the DALI test loader's alike: shards may differ in length,
+    ``test_sharding='scenes'``), through the process group (``gpu_collect``) or a shared folder."""
+    indices, size = [int(i) for i in data_loader.sampler], len(data_loader.dataset)
+    if gpu_collect:
+        return gather_results_gpu(result_part, size, indices=indices)
+    return gather_results_cpu(result_part, size, tmpdir, indices=indices)
 
 
 def gather_results_cpu(

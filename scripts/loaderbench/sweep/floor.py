@@ -26,7 +26,7 @@ from .runcase import RESULT_TAG
 def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np.ndarray], ...]]:
     """``(jpegs, decode_starts, decode_shapes)`` of the loader's first ``count`` iterations."""
     from dali_streampetr import build_loader, loader_config_from
-    from dali_streampetr.toolkit import DECODE_SHAPE, DECODE_START, ImageSource
+    from dali_streampetr.toolkit import DECODE_WINDOW, ImageSource
 
     lcfg = loader_config_from(cfg, roi_decode=True)
     loader = build_loader(lcfg, data_root, rank=0, world_size=1, seed=0)
@@ -34,8 +34,8 @@ def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np
     out = []
     for i in range(count):
         jpegs, rows, _ = source(i)
-        starts = [r[DECODE_START].astype(np.int32) for r in rows]
-        out.append((jpegs, starts, [r[DECODE_SHAPE].astype(np.int32) for r in rows]))
+        windows = [r[DECODE_WINDOW].astype(np.int32) for r in rows]
+        out.append((jpegs, [w[:2] for w in windows], [w[2:] for w in windows]))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from box_match import project
 from dali_streampetr.batch.transforms import (
     AugDraw,
     apply_bev,
@@ -12,7 +13,6 @@ from dali_streampetr.batch.transforms import (
     filter_invisible,
     filter_objects,
     ida_matrix,
-    project,
     transform_boxes2d,
 )
 from float_tolerance import float_atol, product_scale, projection_atol

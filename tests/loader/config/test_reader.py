@@ -103,21 +103,19 @@ def test_seq_mode_overrides_queue_values_as_upstream_does():
     assert mode == Streaming() and mode.queue_length == 1
 
 
-def test_an_unknown_pipeline_step_names_its_position_and_type():
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda steps: steps.insert(6, {"type": "PhotoMetricDistortionMultiViewImage"}),
+         r"pipeline\[6\]\.type='PhotoMetricDistortionMultiViewImage'"),
+        (list.pop, r"pipeline\[9\]\.type=None.*the steps \['LoadMultiViewImageFromFiles'"),
+    ],
+    ids=["unknown", "missing"],
+)  # fmt: skip
+def test_an_unknown_or_missing_pipeline_step_names_its_position_and_type(change, message):
     cfg = upstream_config("streaming")
-    cfg["data"]["train"]["pipeline"].insert(6, {"type": "PhotoMetricDistortionMultiViewImage"})
-    with pytest.raises(
-        UnsupportedConfigError, match=r"pipeline\[6\]\.type='PhotoMetricDistortionMultiViewImage'"
-    ):
-        loader_config_from(cfg)
-
-
-def test_a_missing_pipeline_step_is_refused():
-    cfg = upstream_config("streaming")
-    del cfg["data"]["train"]["pipeline"][-1]
-    with pytest.raises(
-        UnsupportedConfigError, match=r"pipeline\[9\]\.type=None.*the steps \['LoadMultiViewImageFromFiles'"
-    ):
+    change(cfg["data"]["train"]["pipeline"])
+    with pytest.raises(UnsupportedConfigError, match=message):
         loader_config_from(cfg)
 
 
