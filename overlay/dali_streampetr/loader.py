@@ -174,7 +174,10 @@ class DaliStreamLoader:
         if watchdog.stuck:
             return
         watchdog.stop()
-        shut_down(pipe)
+        # DALI's threads only: the pool's close joins its observer thread, which can block for ever
+        # on a queue lock a killed worker held (the hand-over test that refuses another iteration's
+        # batch hung there)
+        shut_down(pipe, pool=False)
 
     def worker_pids(self) -> list[int]:
         """Pids of the current pipeline's python worker processes (empty before the first batch)."""
@@ -223,14 +226,14 @@ class DaliStreamLoader:
         return diagnose(exc, self.frames, planned, self.iteration)
 
 
-def shut_down(pipe: Any) -> None:
-    """Close the pipeline's worker pool and stop DALI's executor threads now, as the pipeline's
+def shut_down(pipe: Any, pool: bool = True) -> None:
+    """Close the pipeline's worker pool (``pool``) and stop DALI's executor threads now, as the pipeline's
     ``__del__`` would once the last reference (a cycle, a batch) is gone: a thread of this pipeline
     still running while the next pipeline forks its workers can hand the child a lock it holds, and
     the child then hangs. Only when no thread is inside ``pipe.run()``."""
-    pool = getattr(pipe, "_py_pool", None)
-    if pool is not None:
-        pool.close()
+    workers = getattr(pipe, "_py_pool", None) if pool else None
+    if workers is not None:
+        workers.close()
     shutdown = getattr(pipe, "_shutdown", None)
     if shutdown is not None:
         shutdown()
