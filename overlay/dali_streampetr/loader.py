@@ -153,18 +153,31 @@ class DaliStreamLoader:
     def _discard(self) -> None:
         """Drop a pipeline after an error. Its prefetch queue holds later iterations, so it must
         not be asked again. Workers are killed rather than asked to stop: DALI's graceful stop can
-        block on a queue lock a dead worker held."""
+        block on a queue lock a dead worker held.
+
+        Its threads are stopped before the next ``next()`` rebuilds, as :meth:`close` stops them: a
+        dropped pipeline's DALI threads still running (prefetching, or stopping its pool) when the
+        rebuild forks its worker can hand the child a lock they hold, and the child then never
+        answers (a rebuilt pipeline's batch stalled for the whole ``batch_timeout_s`` on a loaded
+        host, its worker alive). A pipeline whose run thread is stuck inside ``pipe.run()`` cannot be
+        stopped (DALI does not end that wait when the worker is killed) and is left as it is."""
         pipe, watchdog = self._pipe, self._watchdog
         self._pipe = self._watchdog = None
         if pipe is None:
             return
-        for proc in worker_processes(pipe):
+        workers = worker_processes(pipe)
+        for proc in workers:
             if proc.exitcode is None:
                 proc.kill()
-        for proc in worker_processes(pipe):
+        for proc in workers:
             proc.join(5)
-        if not watchdog.stuck:
-            watchdog.stop()
+        if watchdog.stuck:
+            return
+        watchdog.stop()
+        # DALI's threads only: the pool's close joins its observer thread, which can block for ever
+        # on a queue lock a killed worker held (the hand-over test that refuses another iteration's
+        # batch hung there)
+        shut_down(pipe, pool=False)
 
     def worker_pids(self) -> list[int]:
         """Pids of the current pipeline's python worker processes (empty before the first batch)."""
@@ -180,15 +193,7 @@ class DaliStreamLoader:
         pipe, self._pipe = self._pipe, None
         self._watchdog.stop()
         self._watchdog = None
-        pool = getattr(pipe, "_py_pool", None)
-        if pool is not None:
-            pool.close()
-        # Stop DALI's executor threads now, as the pipeline's __del__ would once the last reference
-        # (a cycle, a batch) is gone: a thread of this pipeline still running while the next loader
-        # forks its workers can hand the child a lock it holds, and the child's start then hangs.
-        shutdown = getattr(pipe, "_shutdown", None)
-        if shutdown is not None:
-            shutdown()
+        shut_down(pipe)
         del pipe
 
     def __enter__(self) -> DaliStreamLoader:
@@ -219,6 +224,19 @@ class DaliStreamLoader:
         iterations = range(self.iteration, self.iteration + self.cfg.prefetch_queue_depth + 1)
         planned = (p.index for i in iterations for p in self.planner.plan(i))
         return diagnose(exc, self.frames, planned, self.iteration)
+
+
+def shut_down(pipe: Any, pool: bool = True) -> None:
+    """Close the pipeline's worker pool (``pool``) and stop DALI's executor threads now, as the pipeline's
+    ``__del__`` would once the last reference (a cycle, a batch) is gone: a thread of this pipeline
+    still running while the next pipeline forks its workers can hand the child a lock it holds, and
+    the child then hangs. Only when no thread is inside ``pipe.run()``."""
+    workers = getattr(pipe, "_py_pool", None) if pool else None
+    if workers is not None:
+        workers.close()
+    shutdown = getattr(pipe, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
 
 
 def build_loader(
