@@ -226,7 +226,7 @@ def tests(session: nox.Session) -> None:
     )
     if not session.posargs or any("slurm" in arg for arg in session.posargs):  # a run with tests/slurm
         ensure_slurm(session)
-    # each pytest run records its wall and CPU seconds there (tests/stack_budget.py, docs/tests.md)
+    # each pytest run records its wall and CPU seconds there (tests/tier_budget.py, docs/tests.md)
     timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     session.run(
         ensure_hermetic_env(session),

@@ -6,7 +6,7 @@ system, and that of every child process it waited for (training runs, torchrun a
 own children torchrun waited for). CPU seconds hardly move with the host's load, where wall seconds
 double; the budget is therefore checked on them, and wall seconds are only recorded.
 
-The budget (``stack_budget.json``, beside this module): every stack test that is not a ``proof`` gets
+The budget (``tier_budget.json``, beside this module): every stack test that is not a ``proof`` gets
 ``default_cpu_s``, or the seconds ``tests`` names for it (its node id); a test over its budget fails the
 run, naming it and the two ways out: mark it ``proof`` (``nox -s proofs`` runs it) and keep its check
 smaller in the tier, or give it a budget in the file. The budgets of the tests a run selects add up to
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-BUDGET_FILE = Path(__file__).with_name("stack_budget.json")
+BUDGET_FILE = Path(__file__).with_name("tier_budget.json")
 TIMINGS_ENV = "STREAMPETR_DALI_TIMINGS"
 
 
@@ -69,7 +69,7 @@ def over_budget(measured: dict[str, float], budget: Budget) -> list[str]:
     """One line per budgeted test (node id -> CPU seconds) over its budget."""
     return [
         f"{nodeid}: {cpu:.0f} CPU-s, over its budget of {budget.of(nodeid):.0f}: mark it `proof` and keep "
-        "its check smaller in the tier, or give it a budget in tests/stack_budget.json"
+        "its check smaller in the tier, or give it a budget in tests/tier_budget.json"
         for nodeid, cpu in measured.items()
         if cpu > budget.of(nodeid)
     ]
@@ -82,7 +82,7 @@ def tier_problem(nodeids: list[str], budget: Budget) -> str | None:
         return None
     return (
         f"the budgets of the {len(nodeids)} stack tests selected add up to {total:.0f} CPU-s, more than the "
-        f"tier's {budget.tier_cpu_s:.0f} (tests/stack_budget.json): mark the widest `proof` instead"
+        f"tier's {budget.tier_cpu_s:.0f} (tests/tier_budget.json): mark the widest `proof` instead"
     )
 
 

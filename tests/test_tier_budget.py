@@ -1,4 +1,4 @@
-"""The stack tier's budget (tests/stack_budget.py): the committed file holds the tier's line, and a run
+"""The stack tier's budget (tests/tier_budget.py): the committed file holds the tier's line, and a run
 with a budgeted stack test over its budget fails naming it, while the same test marked ``proof`` passes;
 every run records its timings whole."""
 
@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from stack_budget import BUDGET_FILE, Budget, over_budget, read_budget, record, tier_problem
+from tier_budget import BUDGET_FILE, Budget, over_budget, read_budget, record, tier_problem
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -34,7 +34,7 @@ def test_over_budget_names_the_test_and_the_ways_out() -> None:
     budget = Budget(default_cpu_s=10, tier_cpu_s=100, tests={"a::slow": 50})
     problems = over_budget({"a::slow": 49.0, "a::quick": 10.0, "a::new": 11.0}, budget)
     assert len(problems) == 1 and problems[0].startswith("a::new: 11 CPU-s, over its budget of 10")
-    assert "mark it `proof`" in problems[0] and "tests/stack_budget.json" in problems[0]
+    assert "mark it `proof`" in problems[0] and "tests/tier_budget.json" in problems[0]
     assert tier_problem(["a::slow", "a::x", "a::y", "a::z", "a::w"], budget) is None  # 90
     assert "add up to 110 CPU-s, more than the tier's 100" in tier_problem(["a::slow", *"uvwxyz"], budget)
 
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pytest
 sys.path.insert(0, {tests!r})
-from stack_budget import Budget, StackBudget
+from tier_budget import Budget, StackBudget
 
 def pytest_configure(config):
     budget = Budget(default_cpu_s=0.5, tier_cpu_s={tier}, tests={{"test_demo.py::test_named": 30}})
