@@ -18,16 +18,22 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
 
+# The tier's line: its CPU seconds as profiled on 2026-12-06 (docs/tests.md), budgets at 1.5x; the
+# 10-minute tier (1,200 CPU-s on 2 cores) is the aim: lower it as the tier shrinks, raise it never.
+TIER_LINE_CPU_S = 7000
+UNNAMED = 100  # the tier's tests without a budget of their own, rounded up
+
+
 def test_the_committed_budget_names_stack_tests_and_stays_inside_the_tier() -> None:
     budget = read_budget(BUDGET_FILE)
-    assert 0 < budget.default_cpu_s <= 60 and budget.tier_cpu_s <= 2400  # ~10 min of a 2-core host's wall
+    assert 0 < budget.default_cpu_s <= 20 and budget.tier_cpu_s <= TIER_LINE_CPU_S
     for nodeid, seconds in budget.tests.items():
         path = ROOT / nodeid.split("::")[0]
         assert path.name.endswith("_stack.py") and path.is_file(), nodeid
         assert f"def {nodeid.split('::')[1].split('[')[0]}(" in path.read_text(encoding="utf-8"), nodeid
         assert seconds > budget.default_cpu_s, f"{nodeid}: no higher than the default, drop it"
-    # every named test and 60 unnamed ones (the tier's count, rounded up) fit the tier
-    assert tier_problem([*budget.tests, *(f"unnamed {k}" for k in range(60))], budget) is None
+    # every named test and the unnamed ones fit the tier
+    assert tier_problem([*budget.tests, *(f"unnamed {k}" for k in range(UNNAMED))], budget) is None
 
 
 def test_over_budget_names_the_test_and_the_ways_out() -> None:
@@ -79,14 +85,14 @@ def test_hermetic():
 INI = "[pytest]\nmarkers =\n    stack: s\n    proof: p\n    gpu: g\n"
 
 
-def run_demo(tmp_path: Path, *, extra: str = "", tier: float = 100) -> subprocess.CompletedProcess:
+def run_demo(tmp_path: Path, *paths: str, extra: str = "", tier: float = 100) -> subprocess.CompletedProcess:
     timings = tmp_path / "timings" / "_timings.json"
     (tmp_path / "conftest.py").write_text(CONFTEST.format(tests=str(TESTS), tier=tier, timings=str(timings)))
     (tmp_path / "test_demo.py").write_text(textwrap.dedent(DEMO.format(extra=extra)))
     (tmp_path / "pytest.ini").write_text(INI)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *paths],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -114,6 +120,11 @@ def test_a_stack_test_over_its_budget_fails_the_run_unless_it_is_a_proof(tmp_pat
     assert all(
         t["cpu_s"] >= 1.0 and t["wall_s"] > 0 and t["outcome"] == "passed" for t in entry["per_test"].values()
     )
+
+    given = run_demo(tmp_path, "test_demo.py")  # a run of given paths: the same line warns
+    assert given.returncode == 0 and "OVER BUDGET test_demo.py::test_slow" in given.stdout, given.stdout[
+        -3000:
+    ]
 
     proof = run_demo(tmp_path, extra="\n@pytest.mark.proof")
     assert proof.returncode == 0 and "OVER BUDGET" not in proof.stdout, proof.stdout[-3000:]
