@@ -228,8 +228,17 @@ def tests(session: nox.Session) -> None:
     )
     if not session.posargs or any("slurm" in arg for arg in session.posargs):  # a run with tests/slurm
         ensure_slurm(session)
+    # each pytest run records its wall and CPU seconds there (tests/tier_budget.py, docs/tests.md)
+    timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     session.run(
-        ensure_hermetic_env(session), "-m", "pytest", "-m", "not stack", *session.posargs, external=True
+        ensure_hermetic_env(session),
+        "-m",
+        "pytest",
+        "-m",
+        "not stack",
+        *session.posargs,
+        external=True,
+        env=timings,
     )
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no test of a tier
     for other in other_pythons(BASE):  # the README's Pythons: each one this host has
@@ -242,7 +251,7 @@ def tests(session: nox.Session) -> None:
             OTHER_PYTHONS_TIERS,
             *(session.posargs or OTHER_PYTHONS_TESTS),
         ]
-        session.run(*pytest, external=True, success_codes=codes)
+        session.run(*pytest, external=True, success_codes=codes, env=timings)
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
     if missing:
         skipped = f"stack tier skipped: the upstream cache lacks {', '.join(missing)}"
@@ -252,7 +261,7 @@ def tests(session: nox.Session) -> None:
         return
     with upstream_env_claim(session) as python:
         pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
-        session.run(*pytest, *session.posargs, external=True, success_codes=codes)
+        session.run(*pytest, *session.posargs, external=True, success_codes=codes, env=timings)
 
 
 @nox.session
@@ -270,9 +279,10 @@ def proofs(session: nox.Session) -> None:
     and 4 ranks, on upstream's DataLoader and with `--validate`; the sharded 2-process resume."""
     refuse_args(session, "-m", why="it runs the proof marker")
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof
+    timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     with upstream_env_claim(session) as python:
         pytest = [python, "-m", "pytest", "-m", "stack and proof"]
-        session.run(*pytest, *session.posargs, external=True, success_codes=codes)
+        session.run(*pytest, *session.posargs, external=True, success_codes=codes, env=timings)
 
 
 @nox.session

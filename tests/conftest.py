@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from overlaytool.cache import is_cached
 from overlaytool.targets import load_targets
+from tier_budget import BUDGET_FILE, TIMINGS_ENV, StackBudget, read_budget
 from tiers import TIERS, accepted_under_ci, cuda_devices, gpu_skip_reason, highest_tier, is_ci
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,14 @@ def _stack_missing() -> str | None:
     if not (REPO_ROOT / "upstream" / "StreamPETR" / ".git").exists():
         return "stack tier skipped: upstream/StreamPETR is not applied; run `nox -s apply`"
     return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The stack tier's budget (``tier_budget.py``): every test measured, a budgeted stack test over
+    its budget fails the run; ``$STREAMPETR_DALI_TIMINGS`` (set by ``nox -s tests``) records the run."""
+    timings = os.environ.get(TIMINGS_ENV)
+    plugin = StackBudget(read_budget(BUDGET_FILE), Path(timings) if timings else None)
+    config.pluginmanager.register(plugin, "stack-budget")
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -13,6 +13,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 SMALL_DALI = "projects/configs/dali/stream_petr_r50_cpu_smoke_352_dali.py"
+FIRST_ITERS = 2  # the session's fresh DALI run (conftest.py's dali_first_run)
 
 # Makes `import flash_attn` fail whether or not it is installed.
 BLOCK_FLASH_ATTN = "import sys; sys.modules['flash_attn'] = None\n"

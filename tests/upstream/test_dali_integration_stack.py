@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -129,26 +128,19 @@ def test_distributed_args(builder, monkeypatch) -> None:
     assert distributed_args(loader_config_from({"data_loading_config": {"device": "gpu"}}))["device_id"] == 3
 
 
-def train(data_root: Path, work_dir: Path, *args: str) -> str:
-    cmd = [sys.executable, "-m", "upstream_run", "train", "--loader", "dali", "--config", "small"]
-    cmd += ["--data-root", str(data_root), "--work-dir", str(work_dir), *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
-
-
 def slot_streams(work_dir: Path, rank: int) -> list[list[int]]:
     lines = (work_dir / f"slots_rank{rank}.jsonl").read_text().splitlines()
     return [[slot["index"] for slot in json.loads(line)["slots"]] for line in lines]
 
 
 @pytest.mark.slow
-def test_two_training_iterations_on_the_dali_loader(synthetic_dataset: Path, tmp_path: Path) -> None:
-    out = train(synthetic_dataset, tmp_path, "--iters", "2")
+def test_two_training_iterations_on_the_dali_loader(dali_first_run: tuple[Path, str]) -> None:
+    """The session's 2-iteration DALI run (tests/upstream/conftest.py; test_long_runs_stack.py resumes
+    a copy of it)."""
+    work_dir, out = dali_first_run
     assert "train_dali: 2 iterations" in out and "all losses finite" in out
     assert "CLASSES = car, truck" in out
-    assert len(slot_streams(tmp_path, 0)) == 2
+    assert len(slot_streams(work_dir, 0)) == 2
 
 
 class ReadCounting(dict):

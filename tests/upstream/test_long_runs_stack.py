@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from stack_runs import assert_same_stream, reference_stream, train
+from stack_runs import FIRST_ITERS, assert_same_stream, reference_stream, train
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
@@ -31,16 +32,19 @@ N = 2
 
 
 def test_one_process_resume_continues_the_exact_stream_and_validates(
-    synthetic_dataset: Path, tmp_path: Path
+    synthetic_dataset: Path, tmp_path: Path, dali_first_run: tuple[Path, str]
 ) -> None:
+    """The first N iterations are the session's fresh DALI run (``dali_first_run``, conftest.py),
+    continued in a copy of its work dir."""
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     out = train(synthetic_dataset, straight, "--iters", str(2 * N), "--validate")
     assert f"train_dali: {2 * N} iterations" in out and "all losses finite" in out
     assert "train_dali: validation mAP" in out, out[-3000:]  # finite mAP/NDS, checked by check_run
     assert f"Iter [{2 * N}/{2 * N}]" in out, "the training line of the evaluation iteration is logged"
 
-    first = train(synthetic_dataset, resumed, "--iters", str(N), "--auto-resume")
-    assert "auto-resume: no checkpoint in" in first
+    first_run, first = dali_first_run
+    assert N == FIRST_ITERS and f"auto-resume: no checkpoint in {first_run}" in first
+    shutil.copytree(first_run, resumed, symlinks=True)  # latest.pth stays a link to its neighbour
     second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume")
     assert f"auto-resume: resuming from {resumed / f'iter_{N}.pth'}" in second  # by number
     # iter_N.pth resumes with iteration N+1: no iteration is trained (or logged) twice

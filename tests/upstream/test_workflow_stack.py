@@ -2,10 +2,11 @@
 
 One training run serves every test: upstream's `tools/dist_train.sh` with 2 CPU processes (gloo) and
 the small DALI config, 1 iteration. `nox -s evaluate`'s runner then evaluates its checkpoint with
-tools/test.py (the CPU path patched in), in one process and in two gloo processes, picking the config
-train.py dumped beside the checkpoint, and must print finite mAP/NDS from nuscenes-devkit with a
-result for every val sample; the config is a DALI one, so tools/test.py reads the frames through the
-DALI test loader, and `--loader torch` gives the same predictions (3 ranks: the val scene on one).
+tools/test.py (the CPU path patched in), in one process and in three gloo processes (two: a proof),
+picking the config train.py dumped beside the checkpoint, and must print finite mAP/NDS from
+nuscenes-devkit with a result for every val sample; the config is a DALI one, so tools/test.py reads
+the frames through the DALI test loader, and `--loader torch` gives the same predictions (3 ranks: the
+val scene on one). Each evaluation runs once and every test that needs it reads it (``evaluations``).
 A `tools/dist_test.sh` whose ranks are SIGKILLed leaves no process behind.
 """
 
@@ -61,24 +62,45 @@ def test_dist_train_sh_runs_two_cpu_processes(dist_trained: tuple[Path, str]) ->
         assert len(lines) >= 1, f"rank {rank} logged no batch"
 
 
-@pytest.mark.parametrize("gpus", [1, 2])
-def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
-    dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path, gpus: int
-) -> None:
+EVALUATIONS = {  # name -> `nox -s evaluate` arguments; each is run once, when a test first reads it
+    "dali-1": ("--gpus", "1"),  # the DALI config's default: its DALI test loader
+    "dali-2": ("--gpus", "2"),
+    "dali-3": ("--gpus", "3"),
+    "torch-3": ("--gpus", "3", "--loader", "torch"),  # upstream's DataLoader, the DALI config's scene shards
+    "fast-1": ("--gpus", "1", "--cfg-options", "data_loading_config.image_path=fast"),
+}
+
+
+@pytest.fixture(scope="module")
+def evaluations(
+    dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path_factory: pytest.TempPathFactory
+):
+    """name (``EVALUATIONS``) -> (stdout, stdout + stderr, --out folder) of `nox -s evaluate`'s runner on
+    the trained checkpoint; several tests read one evaluation."""
     work, _ = dist_trained
-    out = tmp_path / "eval"
-    cmd = [sys.executable, "-m", "upstream_run", "evaluate", str(work / "iter_1.pth")]
-    cmd += ["--data-root", str(synthetic_dataset), "--gpus", str(gpus), "--out", str(out)]
-    cmd += ["--python", sys.executable]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-6000:]
+    runs: dict[str, tuple[str, str, Path]] = {}
+
+    def get(name: str) -> tuple[str, str, Path]:
+        if name not in runs:
+            out = tmp_path_factory.mktemp(f"eval-{name}") / "eval"
+            runs[name] = (*evaluate(work / "iter_1.pth", synthetic_dataset, out, *EVALUATIONS[name]), out)
+        return runs[name]
+
+    return get
+
+
+@pytest.mark.parametrize(  # 3 processes: the run the loaders' comparison below reads too
+    "gpus", [1, pytest.param(2, marks=pytest.mark.proof), 3]
+)
+def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
+    evaluations, synthetic_dataset: Path, gpus: int
+) -> None:
+    stdout, output, out = evaluations(f"dali-{gpus}")
     assert f"with {Path(CONFIG).name}" in output, "the config dumped beside the checkpoint"
     assert "dali test loader" in output, "a DALI config evaluates on the DALI test loader"
-    scores = {k: float(v) for k, v in re.findall(r"^(mAP|NDS): (\S+)$", proc.stdout, re.MULTILINE)}
+    scores = {k: float(v) for k, v in re.findall(r"^(mAP|NDS): (\S+)$", stdout, re.MULTILINE)}
     assert set(scores) == {"mAP", "NDS"} and all(math.isfinite(v) and 0 <= v <= 1 for v in scores.values())
-    assert re.search(r"^car\s+\d\.\d{4}", proc.stdout, re.MULTILINE), "the per-class table"
+    assert re.search(r"^car\s+\d\.\d{4}", stdout, re.MULTILINE), "the per-class table"
     results = json.loads((out / "pts_bbox" / "results_nusc.json").read_text())["results"]
     with open(synthetic_dataset / "nuscenes2d_temporal_infos_val.pkl", "rb") as f:
         tokens = {info["token"] for info in pickle.load(f)["infos"]}
@@ -88,13 +110,14 @@ def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
     assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=5e-5 + 1e-15)
 
 
-def evaluate(checkpoint: Path, data: Path, out: Path, *args: str) -> str:
+def evaluate(checkpoint: Path, data: Path, out: Path, *args: str) -> tuple[str, str]:
+    """`python -m upstream_run evaluate`: its stdout, and stdout + stderr."""
     cmd = [sys.executable, "-m", "upstream_run", "evaluate", str(checkpoint), "--data-root", str(data)]
     cmd += ["--out", str(out), "--python", sys.executable, *args]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    return proc.stdout
+    return proc.stdout, proc.stdout + proc.stderr
 
 
 def matched_differences(a: list[dict], b: list[dict]) -> tuple[float, float, bool]:
@@ -132,9 +155,7 @@ def prediction_problems(ours: dict, theirs: dict) -> list[str]:
     return problems
 
 
-def test_both_test_loaders_give_the_same_predictions_on_three_ranks(
-    dist_trained: tuple[Path, str], synthetic_dataset: Path, tmp_path: Path
-) -> None:
+def test_both_test_loaders_give_the_same_predictions_on_three_ranks(evaluations) -> None:
     """The same checkpoint on 3 gloo ranks with each loader: the same frames (4, one scene: whole on one
     rank, the two others empty, rank 0 among them), the same number of boxes per frame, centres within
     1 cm and scores within 1e-5 after a one-to-one match, the same NDS to 4 decimals. The bound cannot
@@ -142,22 +163,20 @@ def test_both_test_loaders_give_the_same_predictions_on_three_ranks(
     difference (0.6 mm and 4e-7 on 8 frames: the images' 0.14 grey levels mean difference, carried
     through the network and its streaming memory) with a 16x/24x margin, and it is shown to catch an
     image error of the size of a wrong resize filter: the fast image path (linear instead of cubic
-    resampling, 3.6x the mean image difference) breaks it."""
-    work, _ = dist_trained
+    resampling, 3.6x the mean image difference) breaks it, in one process (scene shards give every
+    frame one process's prediction: test_eval_shards_stack.py)."""
     outputs, results = {}, {}
-    runs = {"dali": ("--loader", "dali"), "torch": ("--loader", "torch")}  # the DALI config's scene shards
-    runs["fast"] = ("--loader", "dali", "--cfg-options", "data_loading_config.image_path=fast")
-    for name, args in runs.items():
-        out = tmp_path / name
-        outputs[name] = evaluate(work / "iter_1.pth", synthetic_dataset, out, "--gpus", "3", *args)
-        assert f"{args[1]} test loader" in outputs[name]
+    for name, loader in {"dali-3": "dali", "torch-3": "torch", "fast-1": "dali"}.items():
+        outputs[name], _, out = evaluations(name)
+        assert f"{loader} test loader" in outputs[name]
         results[name] = json.loads((out / "pts_bbox" / "results_nusc.json").read_text())["results"]
-    assert set(results["dali"]) == set(results["torch"]) == set(results["fast"]) and len(results["dali"]) == 4
-    assert prediction_problems(results["dali"], results["torch"]) == []
-    assert prediction_problems(results["fast"], results["torch"]), (
+    assert set(results["dali-3"]) == set(results["torch-3"]) == set(results["fast-1"])
+    assert len(results["dali-3"]) == 4
+    assert prediction_problems(results["dali-3"], results["torch-3"]) == []
+    assert prediction_problems(results["fast-1"], results["torch-3"]), (
         "the bound must catch a wrong resize filter"
     )
-    nds = [re.search(r"^NDS: (\S+)$", outputs[k], re.MULTILINE).group(1) for k in ("dali", "torch")]
+    nds = [re.search(r"^NDS: (\S+)$", outputs[k], re.MULTILINE).group(1) for k in ("dali-3", "torch-3")]
     assert nds[0] == nds[1]
 
 

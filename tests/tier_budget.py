@@ -1,0 +1,175 @@
+"""The stack tier's time budget and the timings each test run records (docs/tests.md#the-stack-tiers-budget).
+
+A test's time is counted in CPU seconds, from its setup to its teardown (module fixtures included, so
+the first test of a module carries the run its module shares): the pytest process's own, user and
+system, and that of every child process it waited for (training runs, torchrun and its ranks, whose
+own children torchrun waited for). CPU seconds hardly move with the host's load, where wall seconds
+double; the budget is therefore checked on them, and wall seconds are only recorded.
+
+The budget (``tier_budget.json``, beside this module): every stack test that is not a ``proof`` gets
+``default_cpu_s``, or the seconds ``tests`` names for it (its node id); a test over its budget fails a
+run of the tiers (pytest given no path, as ``nox`` and CI run it; a run of given paths only warns, its
+test may carry its module's shared runs alone), naming it and the two ways out: mark it ``proof``
+(``nox -s proofs`` runs it) and keep its check smaller in the tier, or give it a budget in the file.
+The budgets of the tests a run selects add up to at most ``tier_cpu_s``, measured on 2 cores, which a
+run also checks before the first test: a budget raised past the tier's fails at once.
+
+``StackBudget`` is the pytest plugin (``tests/conftest.py`` registers it); with a path it also records
+the run (``$STREAMPETR_DALI_TIMINGS``, which ``nox -s tests`` and ``nox -s proofs`` set to
+``.nox/_timings.json``): its wall and CPU seconds and, for a run of stack tests, every test's, under the
+run's mark expression and Python, written whole by the tooling's writer.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+BUDGET_FILE = Path(__file__).with_name("tier_budget.json")
+TIMINGS_ENV = "STREAMPETR_DALI_TIMINGS"
+
+
+def cpu_seconds() -> float:
+    """User + system seconds of this process and of the children it has waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@dataclass(frozen=True)
+class Budget:
+    default_cpu_s: float
+    tier_cpu_s: float
+    tests: dict[str, float] = field(default_factory=dict)
+
+    def of(self, nodeid: str) -> float:
+        return self.tests.get(nodeid, self.default_cpu_s)
+
+
+def read_budget(path: Path = BUDGET_FILE) -> Budget:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Budget(
+        float(data["default_cpu_s"]),
+        float(data["tier_cpu_s"]),
+        {k: float(v) for k, v in data["tests"].items()},
+    )
+
+
+def budgeted(item: pytest.Item) -> bool:
+    """Whether the budget holds ``item``: a stack test (not the GPU tier's) that is not a ``proof``."""
+    marks = {m.name for m in item.iter_markers()}
+    return "stack" in marks and not marks & {"gpu", "proof"}
+
+
+def over_budget(measured: dict[str, float], budget: Budget) -> list[str]:
+    """One line per budgeted test (node id -> CPU seconds) over its budget."""
+    return [
+        f"{nodeid}: {cpu:.0f} CPU-s, over its budget of {budget.of(nodeid):.0f}: mark it `proof` and keep "
+        "its check smaller in the tier, or give it a budget in tests/tier_budget.json"
+        for nodeid, cpu in measured.items()
+        if cpu > budget.of(nodeid)
+    ]
+
+
+def tier_problem(nodeids: list[str], budget: Budget) -> str | None:
+    """The line saying the budgets of ``nodeids`` add up to more than the tier's, else None."""
+    total = sum(budget.of(n) for n in nodeids)
+    if total <= budget.tier_cpu_s:
+        return None
+    return (
+        f"the budgets of the {len(nodeids)} stack tests selected add up to {total:.0f} CPU-s, more than the "
+        f"tier's {budget.tier_cpu_s:.0f} (tests/tier_budget.json): mark the widest `proof` instead"
+    )
+
+
+def record(path: Path, run: str, entry: dict) -> None:
+    """Put ``entry`` under ``run`` in the timings file at ``path`` (the other runs kept; an unreadable
+    file starts afresh), written whole."""
+    from overlaytool import replace_file
+
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
+        assert isinstance(runs, dict)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        runs = {}
+    runs[run] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(path, json.dumps({"runs": runs}, indent=1, sort_keys=True) + "\n")
+
+
+class StackBudget:
+    """The pytest plugin: measures every test, fails a run whose budgeted tests go over, records."""
+
+    def __init__(self, budget: Budget, timings: Path | None = None) -> None:
+        self.budget, self.timings = budget, timings
+        self.tests: dict[str, dict] = {}
+        self.budgeted: set[str] = set()
+        self.problems: list[str] = []
+        self.enforced = True
+        self.start = (time.monotonic(), cpu_seconds())
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:  # after the -m deselection
+        self.budgeted = {item.nodeid for item in session.items if budgeted(item)}
+        problem = tier_problem(sorted(self.budgeted), self.budget)
+        if problem:
+            raise pytest.UsageError(problem)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
+        wall, cpu = time.monotonic(), cpu_seconds()
+        yield
+        entry = self.tests.setdefault(item.nodeid, {})
+        entry.update(wall_s=round(time.monotonic() - wall, 2), cpu_s=round(cpu_seconds() - cpu, 2))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry = self.tests.setdefault(report.nodeid, {})
+        if report.failed:
+            entry["outcome"] = "failed"
+        elif report.when == "call" or report.skipped:
+            entry.setdefault("outcome", report.outcome)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        ran = {
+            n: t["cpu_s"]
+            for n, t in self.tests.items()
+            if n in self.budgeted and "cpu_s" in t and t.get("outcome") != "skipped"
+        }
+        self.problems = over_budget(ran, self.budget)
+        # a run given paths may run a test without the module-mates that share its module's runs, so
+        # that it carries them alone: there the lines only warn; a run of the tiers (no path: CI's) fails
+        self.enforced = session.config.args_source != pytest.Config.ArgsSource.ARGS
+        if self.problems and self.enforced and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.timings is not None:
+            markexpr = session.config.getoption("markexpr") or "(all)"
+            stack = bool(self.budgeted) or "stack" in markexpr.replace("not stack", "")
+            entry = {
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "wall_s": round(time.monotonic() - self.start[0], 1),
+                "cpu_s": round(cpu_seconds() - self.start[1], 1),
+                "tests": len(self.tests),
+                "over_budget": self.problems,
+            }
+            if stack:
+                entry["per_test"] = self.tests
+            record(self.timings, f"{markexpr} @ python {platform.python_version()}", entry)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.budgeted:
+            return
+        ran = [self.tests[n] for n in self.budgeted if "cpu_s" in self.tests.get(n, {})]
+        terminalreporter.section("stack budget")
+        cpu = sum(t["cpu_s"] for t in ran)
+        terminalreporter.write_line(
+            f"{len(ran)} budgeted stack test(s): {cpu:.0f} CPU-s of their budgets' "
+            f"{sum(self.budget.of(n) for n in self.budgeted):.0f} (tier: {self.budget.tier_cpu_s:.0f})"
+        )
+        for line in self.problems:
+            terminalreporter.write_line(f"OVER BUDGET {line}", red=True)
+        if self.problems and not self.enforced:
+            terminalreporter.write_line("(a run of given paths: the budget warns; a run of the tiers fails)")
