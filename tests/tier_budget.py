@@ -7,9 +7,10 @@ own children torchrun waited for). CPU seconds hardly move with the host's load,
 double; the budget is therefore checked on them, and wall seconds are only recorded.
 
 The budget (``tier_budget.json``, beside this module): every stack test that is not a ``proof`` gets
-``default_cpu_s``, or the seconds ``tests`` names for it (its node id); a test over its budget fails a
-run of the tiers (pytest given no path, as ``nox`` and CI run it; a run of given paths only warns, its
-test may carry its module's shared runs alone), naming it and the two ways out: mark it ``proof``
+``default_cpu_s``, or the seconds ``tests`` names for it (its node id); a test over ``FAIL_FACTOR``
+times its budget fails a run of the tiers (one over its budget alone is listed; pytest given no path,
+as ``nox`` and CI run it; a run of given paths only warns: its test may carry its module's shared runs
+alone), naming it and the two ways out: mark it ``proof``
 (``nox -s proofs`` runs it) and keep its check smaller in the tier, or give it a budget in the file.
 The budgets of the tests a run selects add up to at most ``tier_cpu_s``, measured on 2 cores, which a
 run also checks before the first test: a budget raised past the tier's fails at once.
@@ -32,6 +33,10 @@ from pathlib import Path
 import pytest
 
 BUDGET_FILE = Path(__file__).with_name("tier_budget.json")
+# a test fails the run past this many times its budget (a new training run in the tier, at 4-10x the
+# default); between 1x and this it is listed: CPU seconds still move some 10-30 % with the host and
+# with which test of a module carries its shared runs
+FAIL_FACTOR = 2.0
 TIMINGS_ENV = "STREAMPETR_DALI_TIMINGS"
 
 
@@ -66,13 +71,13 @@ def budgeted(item: pytest.Item) -> bool:
     return "stack" in marks and not marks & {"gpu", "proof"}
 
 
-def over_budget(measured: dict[str, float], budget: Budget) -> list[str]:
-    """One line per budgeted test (node id -> CPU seconds) over its budget."""
+def over_budget(measured: dict[str, float], budget: Budget, factor: float = 1.0) -> list[str]:
+    """One line per budgeted test (node id -> CPU seconds) over ``factor`` times its budget."""
     return [
-        f"{nodeid}: {cpu:.0f} CPU-s, over its budget of {budget.of(nodeid):.0f}: mark it `proof` and keep "
+        f"{nodeid}: {cpu:.0f} CPU-s, over its budget of {budget.of(nodeid):g}: mark it `proof` and keep "
         "its check smaller in the tier, or give it a budget in tests/tier_budget.json"
         for nodeid, cpu in measured.items()
-        if cpu > budget.of(nodeid)
+        if cpu > factor * budget.of(nodeid)
     ]
 
 
@@ -139,7 +144,8 @@ class StackBudget:
             for n, t in self.tests.items()
             if n in self.budgeted and "cpu_s" in t and t.get("outcome") != "skipped"
         }
-        self.problems = over_budget(ran, self.budget)
+        self.problems = over_budget(ran, self.budget, FAIL_FACTOR)
+        self.above = [line for line in over_budget(ran, self.budget) if line not in self.problems]
         # a run given paths may run a test without the module-mates that share its module's runs, so
         # that it carries them alone: there the lines only warn; a run of the tiers (no path: CI's) fails
         self.enforced = session.config.args_source != pytest.Config.ArgsSource.ARGS
@@ -154,6 +160,7 @@ class StackBudget:
                 "cpu_s": round(cpu_seconds() - self.start[1], 1),
                 "tests": len(self.tests),
                 "over_budget": self.problems,
+                "above_budget": self.above,
             }
             if stack:
                 entry["per_test"] = self.tests
@@ -169,7 +176,9 @@ class StackBudget:
             f"{len(ran)} budgeted stack test(s): {cpu:.0f} CPU-s of their budgets' "
             f"{sum(self.budget.of(n) for n in self.budgeted):.0f} (tier: {self.budget.tier_cpu_s:.0f})"
         )
+        for line in self.above:
+            terminalreporter.write_line(f"above budget (under {FAIL_FACTOR:g}x: listed, not failed) {line}")
         for line in self.problems:
-            terminalreporter.write_line(f"OVER BUDGET {line}", red=True)
+            terminalreporter.write_line(f"OVER BUDGET ({FAIL_FACTOR:g}x) {line}", red=True)
         if self.problems and not self.enforced:
             terminalreporter.write_line("(a run of given paths: the budget warns; a run of the tiers fails)")
