@@ -10,7 +10,6 @@ explicitly: both installers see the same packages (docs/upstream-env.md#installe
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,15 +54,16 @@ def uv_options(settings: dict[str, str]) -> list[str]:
 
 
 def uv_binary() -> str | None:
-    """The uv installed beside the running Python (its wheel's binary), else on PATH, else None."""
+    """The uv installed beside the running Python (the ``uv`` package's binary), else None: never one
+    found on PATH, which on a node running the GPU kit is the login shell's, not the kit's installer."""
     try:
         from uv import find_uv_bin
     except ImportError:
-        return shutil.which("uv")
+        return None
     try:
         return find_uv_bin()
     except FileNotFoundError:
-        return shutil.which("uv")
+        return None
 
 
 def install_command(python: Path | str, *args: object) -> list[str]:
