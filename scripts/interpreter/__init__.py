@@ -3,7 +3,7 @@ on this host (PATH, pyenv, uv), else a refusal in seconds, before any download o
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
   ``supported_on_host``, ``other_pythons`` (the distribution's python3 too), ``venv_minor``
-- :mod:`.venv`    ``ensure_venv``: a venv behind a stamp
+- :mod:`.stamped_venv`  ``ensure_venv``: a venv behind a stamp
 - :mod:`.installer`  ``install_command``: the one spelling of the installer for the envs (uv, else
   pip), ``pip_settings``: the package sources pip would use
 - :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
@@ -21,7 +21,7 @@ from .choice import (
     venv_minor,
 )
 from .installer import install_command, pip_settings
-from .venv import ensure_venv
+from .stamped_venv import ensure_venv
 
 __all__ = [
     "SUPPORTED",

@@ -1,4 +1,4 @@
-"""A venv behind a stamp (``interpreter.venv``): made and installed once, reused while its key and
+"""A venv behind a stamp (``interpreter.stamped_venv``): made and installed once, reused while its key and
 its Python hold, remade or installed over when they change, and stamped only once every install
 succeeded; the installer is spelled in one place."""
 
