@@ -67,7 +67,7 @@ def _stack_only(expr: str) -> bool:
     return expr == "stack" or (expr.startswith("stack and ") and " or " not in expr)
 
 
-TIER_OF: dict[str, str] = {}  # nodeid -> tier, filled at collection
+TIER_OF: dict[str, str] = {}  # nodeid -> tier, filled as the tests report (from the collection's mark)
 SKIPS: dict[str, str] = {}  # nodeid -> skip reason, filled as the tests report
 
 
@@ -80,13 +80,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "gpu": gpu_skip_reason(*cuda_devices()) if "gpu" in needed else None,
     }
     for item in items:
-        TIER_OF[item.nodeid] = highest_tier(marks[item.nodeid])
+        # on the report, which reaches the process that summarises: this one, or pytest-xdist's controller
+        item.user_properties.append(("tier", highest_tier(marks[item.nodeid])))
         for tier in marks[item.nodeid]:
             if reasons[tier]:
                 item.add_marker(pytest.mark.skip(reason=reasons[tier]))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    TIER_OF.setdefault(report.nodeid, dict(report.user_properties).get("tier", "hermetic"))
     if report.skipped and not hasattr(report, "wasxfail"):
         longrepr = report.longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)

@@ -137,6 +137,19 @@ def test_a_stack_test_over_its_budget_fails_the_run_unless_it_is_a_proof(tmp_pat
     assert wide.returncode == 4 and "add up to 30 CPU-s, more than the tier's 20" in wide.stderr, wide.stderr
 
 
+@pytest.mark.slow
+def test_with_xdist_workers_the_controller_checks_and_records_what_they_measured(tmp_path: Path) -> None:
+    """`nox` runs the tiers on pytest-xdist's workers: each measures its tests, the controller alone
+    fails the run and writes the one record."""
+    slow = run_demo(tmp_path, "-n", "2")
+    assert slow.returncode == 1, slow.stdout[-3000:]
+    assert "OVER BUDGET (2x) test_demo.py::test_slow: 1 CPU-s" in slow.stdout, slow.stdout[-3000:]
+    assert "4 passed" in slow.stdout
+    [entry] = json.loads((tmp_path / "timings" / "_timings.json").read_text())["runs"].values()
+    assert len(entry["per_test"]) == 4 and all(t["cpu_s"] >= 1.0 for t in entry["per_test"].values())
+    assert entry["cpu_s"] >= 4.0  # the workers' CPU, waited for before the record
+
+
 def test_record_keeps_the_other_runs_and_starts_afresh_on_a_damaged_file(tmp_path: Path) -> None:
     path = tmp_path / ".nox" / "_timings.json"
     record(path, "a", {"wall_s": 1})

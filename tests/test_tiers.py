@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tier_budget import TIMINGS_ENV
 from tiers import (
     NO_CUDA_DEVICE,
     accepted_under_ci,
@@ -94,10 +95,15 @@ SKIPS = {
 }
 
 
-def run_pytest(tmp_path: Path, ci: str | None, case: str) -> subprocess.CompletedProcess:
+def scratch_env() -> dict[str, str]:
+    """The environment of a scratch pytest run: it records no timings into the real run's file."""
+    return {k: v for k, v in os.environ.items() if k != TIMINGS_ENV}
+
+
+def run_pytest(tmp_path: Path, ci: str | None, case: str, *args: str) -> subprocess.CompletedProcess:
     """pytest with this conftest as a plugin on the test file ``SKIPS[case]``."""
     (tmp_path / "test_skips.py").write_text(SKIPS[case])
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env = {k: v for k, v in scratch_env().items() if k != "CI"}
     env["PYTHONPATH"] = os.pathsep.join(str(REPO_ROOT / p) for p in ("tests", "scripts", "overlay"))
     if ci is not None:
         env["CI"] = ci
@@ -110,7 +116,7 @@ def run_pytest(tmp_path: Path, ci: str | None, case: str) -> subprocess.Complete
         "--rootdir",
         str(tmp_path),
     ]
-    cmd += ["-p", "conftest", "-p", "no:cacheprovider", "-q", "test_skips.py"]
+    cmd += ["-p", "conftest", "-p", "no:cacheprovider", "-q", *args, "test_skips.py"]
     return subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
@@ -126,10 +132,14 @@ def test_a_ci_run_fails_on_a_skip_it_does_not_accept_and_lists_every_skip(tmp_pa
     assert "skipped 1: needs a tool a project step installs\n" in outside_ci.stdout
 
 
-def test_a_ci_run_accepts_the_gpu_tier_without_a_device(tmp_path: Path) -> None:
-    done = run_pytest(tmp_path, "true", "gpu")  # skipped here (no device), or runs on a GPU host
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_ci_run_accepts_the_gpu_tier_without_a_device(tmp_path: Path, workers: tuple[str, ...]) -> None:
+    """Also with pytest-xdist's workers (`nox` runs the tiers so): the summary and the CI rule run in the
+    controller, which learns each test's tier from its reports."""
+    done = run_pytest(tmp_path, "true", "gpu", *workers)  # skipped here (no device), or runs on a GPU host
     assert done.returncode == 0, done.stdout
     assert "not accepted" not in done.stdout
+    assert re.search(r"^gpu +ran (0 .*skipped 1|1 .*skipped 0)$", done.stdout, re.M), done.stdout
 
 
 def test_a_stack_selection_collects_only_the_stack_files() -> None:
@@ -139,7 +149,9 @@ def test_a_stack_selection_collects_only_the_stack_files() -> None:
 
     def collected(expr: str) -> int:
         cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", expr]
-        proc = subprocess.run([*cmd, "tests/upstream"], cwd=REPO_ROOT, capture_output=True, text=True)
+        proc = subprocess.run(
+            [*cmd, "tests/upstream"], cwd=REPO_ROOT, env=scratch_env(), capture_output=True, text=True
+        )
         found = re.search(r"(?:\d+/)?(\d+) tests? collected", proc.stdout)
         assert proc.returncode in (0, 5) and found, proc.stdout[-3000:] + proc.stderr[-3000:]
         return int(found.group(1))

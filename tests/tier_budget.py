@@ -107,8 +107,18 @@ def record(path: Path, run: str, entry: dict) -> None:
     replace_file(path, json.dumps({"runs": runs}, indent=1, sort_keys=True) + "\n")
 
 
+def test_id(nodeid: str) -> str:
+    """The test's node id without the ``@group`` suffix pytest-xdist's ``--dist loadgroup`` gives it."""
+    head, sep, group = nodeid.rpartition("@")
+    return head if sep and "]" not in group and "::" not in group else nodeid
+
+
 class StackBudget:
-    """The pytest plugin: measures every test, fails a run whose budgeted tests go over, records."""
+    """The pytest plugin: measures every test, fails a run whose budgeted tests go over, records.
+
+    The process that runs a test measures it and puts its seconds on the test's teardown report; the
+    process that reports reads them there: the same one in a plain run, the controller of pytest-xdist's
+    workers (``-n``) in a parallel one, where only the controller checks and records."""
 
     def __init__(self, budget: Budget, timings: Path | None = None) -> None:
         self.budget, self.timings = budget, timings
@@ -117,28 +127,45 @@ class StackBudget:
         self.problems: list[str] = []
         self.enforced = True
         self.start = (time.monotonic(), cpu_seconds())
+        self.began: dict[str, tuple[float, float]] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:  # after the -m deselection
-        self.budgeted = {item.nodeid for item in session.items if budgeted(item)}
-        problem = tier_problem(sorted(self.budgeted), self.budget)
+        for item in session.items:
+            if budgeted(item):
+                item.user_properties.append(("budgeted", True))
+        problem = tier_problem(sorted(i.nodeid for i in session.items if budgeted(i)), self.budget)
         if problem:
             raise pytest.UsageError(problem)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
-        wall, cpu = time.monotonic(), cpu_seconds()
+        self.began[item.nodeid] = (time.monotonic(), cpu_seconds())
         yield
-        entry = self.tests.setdefault(item.nodeid, {})
-        entry.update(wall_s=round(time.monotonic() - wall, 2), cpu_s=round(cpu_seconds() - cpu, 2))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = (yield).get_result()
+        if call.when == "teardown" and item.nodeid in self.began:
+            wall, cpu = self.began.pop(item.nodeid)
+            report.user_properties.append(("wall_s", round(time.monotonic() - wall, 2)))
+            report.user_properties.append(("cpu_s", round(cpu_seconds() - cpu, 2)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        entry = self.tests.setdefault(report.nodeid, {})
+        nodeid = test_id(report.nodeid)
+        entry = self.tests.setdefault(nodeid, {})
+        properties = dict(report.user_properties)
+        if properties.get("budgeted"):
+            self.budgeted.add(nodeid)
+        entry.update({k: properties[k] for k in ("wall_s", "cpu_s") if k in properties})
         if report.failed:
             entry["outcome"] = "failed"
         elif report.when == "call" or report.skipped:
             entry.setdefault("outcome", report.outcome)
 
+    @pytest.hookimpl(trylast=True)  # after pytest-xdist's, which waits for its workers
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(session.config, "workerinput"):  # an xdist worker: its controller checks and records
+            return
         ran = {
             n: t["cpu_s"]
             for n, t in self.tests.items()
