@@ -52,6 +52,9 @@ OTHER_PYTHONS_TESTS = (
     "tests/loader/test_loader_synthetic.py",
     "tests/synthdata",
 )
+# a run of the tiers (no selection given) spreads its tests over the cores with pytest-xdist, a file a
+# worker (its module's shared runs stay in one process); a selection runs in one process
+WORKERS = ("-n", str(min(len(os.sched_getaffinity(0)), 4)), "--dist", "loadfile")
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
@@ -236,7 +239,7 @@ def tests(session: nox.Session) -> None:
         "pytest",
         "-m",
         "not stack",
-        *session.posargs,
+        *(session.posargs or WORKERS),
         external=True,
         env=timings,
     )
@@ -249,7 +252,7 @@ def tests(session: nox.Session) -> None:
             "pytest",
             "-m",
             OTHER_PYTHONS_TIERS,
-            *(session.posargs or OTHER_PYTHONS_TESTS),
+            *(session.posargs or (*WORKERS, *OTHER_PYTHONS_TESTS)),
         ]
         session.run(*pytest, external=True, success_codes=codes, env=timings)
     missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
@@ -261,7 +264,7 @@ def tests(session: nox.Session) -> None:
         return
     with upstream_env_claim(session) as python:
         pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
-        session.run(*pytest, *session.posargs, external=True, success_codes=codes, env=timings)
+        session.run(*pytest, *(session.posargs or WORKERS), external=True, success_codes=codes, env=timings)
 
 
 @nox.session
@@ -282,7 +285,7 @@ def proofs(session: nox.Session) -> None:
     timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     with upstream_env_claim(session) as python:
         pytest = [python, "-m", "pytest", "-m", "stack and proof"]
-        session.run(*pytest, *session.posargs, external=True, success_codes=codes, env=timings)
+        session.run(*pytest, *(session.posargs or WORKERS), external=True, success_codes=codes, env=timings)
 
 
 @nox.session
