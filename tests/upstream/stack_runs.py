@@ -3,11 +3,17 @@ training runs with their slot logs (the stream each batch slot saw)."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
@@ -42,6 +48,26 @@ def train(data_root: Path, work_dir: Path, *args: str, ok: bool = True) -> str:
     output = proc.stdout + proc.stderr
     assert (proc.returncode == 0) == ok, output[-6000:]
     return output
+
+
+def once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], str]
+) -> tuple[Path, str]:
+    """A folder and the output of ``make(folder)``, made once per test run: pytest-xdist's workers (``-n``)
+    share the run's temp root and take turns under a lock there; the first makes it, the others read its
+    record (a failed make leaves none: the next worker tries afresh, in a folder of its own)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # workers: <run>/popen-gwN
+    record = root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.exists():
+            made = json.loads(record.read_text(encoding="utf-8"))
+            return Path(made["folder"]), made["output"]
+        folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+        output = make(folder)
+        record.write_text(json.dumps({"folder": str(folder), "output": output}), encoding="utf-8")
+        return folder, output
 
 
 def slot_logs(work_dir: Path) -> dict[int, list[dict]]:
