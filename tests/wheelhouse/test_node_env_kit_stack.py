@@ -103,6 +103,8 @@ def test_the_kit_carries_what_the_node_lacks_in_bundles_that_travel_one_by_one(s
     assert early == {"b01"}
 
 
+# `nox -s proofs`; `nox -s node_rehearsal` runs the same kit call by call, CUDA ops included
+@pytest.mark.proof
 def test_the_stack_runs_offline_on_a_stand_in_for_the_nodes_python(stack_kit: Path, scratch: Path) -> None:
     node_python = make_standin(REPO / ".nox" / "_env" / "upstream" / "bin" / "python", scratch / "node")
     work, results = scratch / "work", scratch / "results"
