@@ -1,10 +1,9 @@
 """Stack tier: long-run guarantees of the DALI training path in the real StreamPETR.
 
-- exact resume: "2N iterations straight" and "N, then resume to 2N" give every batch slot the same
-  (scene, frame), augmentation draw and pixels (SHA-1 of the slot's image tensor) at every
-  iteration, with 1 process (real straight run, --auto-resume) and 2 gloo processes, shard and
-  replicate (--resume-from; the straight reference is the loader's own uninterrupted stream,
-  which the 1-process test shows equals a straight training run);
+- exact resume: "N, then resume to 2N" gives every batch slot the (scene, frame), augmentation draw
+  and pixels (SHA-1 of the slot's image tensor) of the loader's own uninterrupted stream (the
+  straight reference, no model) at every iteration, with 1 process (--auto-resume; its first N
+  iterations a real straight training run) and 2 gloo processes, shard and replicate (--resume-from);
 - a checkpoint of another world size is refused, naming the field;
 - validation runs the upstream evaluation hook (1 process: EvalHook, 2 processes:
   CustomDistEvalHook) and logs finite mAP/NDS, with a log line on the evaluation iteration;
@@ -35,27 +34,25 @@ def test_one_process_resume_continues_the_exact_stream_and_validates(
     synthetic_dataset: Path, tmp_path: Path, dali_first_run: tuple[Path, str]
 ) -> None:
     """The first N iterations are the session's fresh DALI run (``dali_first_run``, conftest.py),
-    continued in a copy of its work dir."""
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    out = train(synthetic_dataset, straight, "--iters", str(2 * N), "--validate")
-    assert f"train_dali: {2 * N} iterations" in out and "all losses finite" in out
-    assert "train_dali: validation mAP" in out, out[-3000:]  # finite mAP/NDS, checked by check_run
-    assert f"Iter [{2 * N}/{2 * N}]" in out, "the training line of the evaluation iteration is logged"
-
+    continued with validation in a copy of its work dir; every slot of the 2N iterations is the one the
+    loader's uninterrupted stream gives (``reference_stream``: no model, no checkpoint between)."""
+    resumed = tmp_path / "resumed"
     first_run, first = dali_first_run
     assert N == FIRST_ITERS and f"auto-resume: no checkpoint in {first_run}" in first
     shutil.copytree(first_run, resumed, symlinks=True)  # latest.pth stays a link to its neighbour
-    second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume")
+    second = train(synthetic_dataset, resumed, "--iters", str(2 * N), "--auto-resume", "--validate")
     assert f"auto-resume: resuming from {resumed / f'iter_{N}.pth'}" in second  # by number
     # iter_N.pth resumes with iteration N+1: no iteration is trained (or logged) twice
     assert f"Iter [{N + 1}/{2 * N}]" in second and f"Iter [{N}/{2 * N}]" not in second, second[-3000:]
+    assert f"train_dali: {2 * N} iterations" in second and "all losses finite" in second
+    assert "train_dali: validation mAP" in second, second[-3000:]  # finite mAP/NDS, checked by check_run
+    assert f"Iter [{2 * N}/{2 * N}]" in second, "the training line of the evaluation iteration is logged"
     lines = (resumed / "slots_rank0.jsonl").read_text().splitlines()
     assert [json.loads(line)["iter"] for line in lines] == list(range(2 * N))
     assert "DALI loader: resumed the data stream at iteration" in second
-    assert_same_stream(straight, resumed, iters=2 * N, ranks=1)
 
     reference = reference_stream(synthetic_dataset, tmp_path / "ref", world_size=1, mode="shard", iters=2 * N)
-    assert_same_stream(straight, reference, iters=2 * N, ranks=1)
+    assert_same_stream(resumed, reference, iters=2 * N, ranks=1)
 
 
 @pytest.mark.parametrize(
