@@ -150,6 +150,7 @@ FACES = {
     "gpukit": {"gpukit"},
     "interpreter": {"interpreter"},
     "loaderbench": {"loaderbench"},
+    "node_rehearsal": {"node_rehearsal"},
     "overlaytool": {"overlaytool"},
     "slurm_local": {"slurm_local"},
     "synthdata": {"synthdata"},

@@ -25,6 +25,7 @@ MIRRORS = {
     "interpreter": "scripts/interpreter",
     "loader": "overlay/dali_streampetr",
     "loaderbench": "scripts/loaderbench",
+    "node_rehearsal": "scripts/node_rehearsal",
     "overlaytool": "scripts/overlaytool",
     "slurm_local": "scripts/slurm_local",
     "synthdata": "scripts/synthdata",
