@@ -290,7 +290,7 @@ def pythons(session: nox.Session) -> None:
     """Each supported CPython this host has: a fresh clone trains cold with it and runs its hermetic tier
     (`-- --minors 3.12,3.13`, `--no-tests`); not in `nox`: about 10 min per Python on 2 cores."""
     # nox's own python runs the driver; each clone runs nox with that Python (a venv of it is python3)
-    run_tool(session, sys.executable, "interpreter", *session.posargs)
+    run_tool(session, sys.executable, "python_matrix", *session.posargs)
 
 
 @nox.session

@@ -152,6 +152,7 @@ FACES = {
     "loaderbench": {"loaderbench"},
     "node_rehearsal": {"node_rehearsal"},
     "overlaytool": {"overlaytool"},
+    "python_matrix": {"python_matrix"},
     "slurm_local": {"slurm_local"},
     "synthdata": {"synthdata"},
     "upstream_env": {"upstream_env"},

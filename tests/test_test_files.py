@@ -27,6 +27,7 @@ MIRRORS = {
     "loaderbench": "scripts/loaderbench",
     "node_rehearsal": "scripts/node_rehearsal",
     "overlaytool": "scripts/overlaytool",
+    "python_matrix": "scripts/python_matrix",
     "slurm_local": "scripts/slurm_local",
     "synthdata": "scripts/synthdata",
     "tool_hooks": "overlay/tools/tool_hooks",
