@@ -293,7 +293,7 @@ def pythons(session: nox.Session) -> None:
     """Each supported CPython this host has: a fresh clone trains cold with it and runs its hermetic tier
     (`-- --minors 3.12,3.13`, `--no-tests`); not in `nox`: about 10 min per Python on 2 cores."""
     # nox's own python runs the driver; each clone runs nox with that Python (a venv of it is python3)
-    run_tool(session, sys.executable, "interpreter", *session.posargs)
+    run_tool(session, sys.executable, "python_matrix", *session.posargs)
 
 
 @nox.session
@@ -307,7 +307,7 @@ def node_rehearsal(session: nox.Session) -> None:
     """The lent GPU node's run rehearsed here with its software (CPython 3.12, torch 2.11.0+cu130, nvcc
     13.0): the stack kit made and run call by call offline, mmcv's CUDA ops for sm_90 compiled, then the
     CPU halves; a step table and the device budget (docs/gpu.md). Not in `nox`: 6-8.5 min on 2 cores."""
-    run_tool(session, ensure_hermetic_env(session), "wheelhouse.node_rehearsal", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "node_rehearsal", *session.posargs)
 
 
 # --- the upstream pins and the patch series ------------------------------------------------------

@@ -1,17 +1,18 @@
 """The Python the envs are built with: the running one where the stack supports it, else one found
 on this host (PATH, pyenv, uv), else a refusal in seconds, before any download or compile.
 
-- :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``), ``UnsupportedPython``,
-  ``supported_on_host``, ``other_pythons`` (the distribution's python3 too), ``venv_minor``
+- :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``; ``ASKED_VARIABLE``), ``venv_minor``,
+  ``UnsupportedPython``, ``supported_on_host``, ``other_pythons`` (``DISTRIBUTION``'s python3 too)
 - :mod:`.stamped_venv`  ``ensure_venv``: a venv behind a stamp
 - :mod:`.installer`  ``install_command``: the one spelling of the installer for the envs (uv, else
   pip), ``pip_settings``: the package sources pip would use
-- :mod:`.matrix`  ``python -m interpreter``: `nox -s pythons`, a cold run per supported Python
 """
 
 from __future__ import annotations
 
 from .choice import (
+    ASKED_VARIABLE,
+    DISTRIBUTION,
     SUPPORTED,
     BasePython,
     UnsupportedPython,
@@ -24,6 +25,8 @@ from .installer import install_command, pip_settings
 from .stamped_venv import ensure_venv
 
 __all__ = [
+    "ASKED_VARIABLE",
+    "DISTRIBUTION",
     "SUPPORTED",
     "BasePython",
     "UnsupportedPython",

@@ -14,9 +14,9 @@ hash-pinned lock per env, ``SHA256SUMS``, and the GPU check kit (``gpu-kit/``, s
 - :mod:`.stack_kit`, :mod:`.stack_wheels`, :mod:`.kit_applied`  the stack kit (``--only stack-kit``): its
   bundles and manifest; the OpenMMLab env's wheels but the node's torch; the applied tree with digests
 - :mod:`.node_env`           on the node: the OpenMMLab env on the node's torch from a stack kit's wheels
-- :mod:`.node_rehearsal`     ``nox -s node_rehearsal``: the lent node's software rehearsed here, call by call
 
-It imports the kit's node side (``gpukit``), which imports nothing of it.
+It imports the kit's node side (``gpukit``), which imports nothing of it; ``node_rehearsal`` runs its
+command line and reads its locks (``read_lock``).
 """
 
 from __future__ import annotations
@@ -28,5 +28,6 @@ class WheelhouseError(Exception):
 
 # the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take
 from .offline import activate  # noqa: E402  (after WheelhouseError, which offline.py imports)
+from .requirement_locks import read_lock  # noqa: E402
 
-__all__ = ["WheelhouseError", "activate"]
+__all__ = ["WheelhouseError", "activate", "read_lock"]

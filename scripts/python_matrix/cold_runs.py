@@ -16,10 +16,9 @@ import tempfile
 from pathlib import Path
 
 from gpukit import Stopwatch
+from interpreter import ASKED_VARIABLE, DISTRIBUTION, BasePython, base_python, other_pythons
 from overlaytool import REPO_ROOT as ROOT
 from overlaytool import cache_root
-
-from .choice import ASKED_VARIABLE, DISTRIBUTION, BasePython, base_python, other_pythons
 
 HERMETIC_TIER = "not stack and not upstream and not gpu"
 
@@ -90,7 +89,7 @@ def run_one(label: str, base: BasePython, out: Path, tests: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m interpreter", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m python_matrix", description=__doc__)
     ap.add_argument(
         "--minors", help="only these, comma-separated: 3.11, 3.12, 3.13, system (default: every one found)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wheelhouse.node_rehearsal import budget, calls
+from node_rehearsal.rehearsal import budget, calls
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,25 +1,9 @@
-"""``python -m wheelhouse.node_rehearsal`` (``nox -s node_rehearsal``): the lent GPU node's one run,
-rehearsed on this host with the node's own software, so that run can fail only for GPU reasons.
-
-The stand-in for the node is made of real parts: a CPython of the node's minor (found on this host:
-PATH, pyenv, uv), a base venv holding the node's torch, torchvision and numpy from the package index
-(``requirements/node-standin.txt``), and an nvcc of the node's CUDA release (the host's, else the kit
-carries the toolkit: the sequence of a node without nvcc). The stack kit is made exactly as
-docs/gpu.md says, then every call of its sequence runs in order in a folder that stands in for the
-lent machine's checkout: each call first puts its ``carry`` folders there, then runs its command with
-``bash``, the index and pip config disabled and the proxies unreachable, ``python3`` being the
-stand-in's. The rehearsal adds ``--cuda-ops`` (the mmcv step compiles the CUDA op set for the node's
-arch although torch sees no GPU here) and, in the last call, ``--quick`` options.
-
-Then it checks what only the GPU could not show here (the env's torch is the stand-in's, mmcv's ops
-are CUDA ops of nvcc 13.0 with a cubin for the arch, the loader's numpy is the kit's), and writes
-``<out>/rehearsal.json`` and ``rehearsal.md``: each step's seconds and CPU-seconds and the device
-budget they imply on the node's cores.
-"""
+"""The rehearsal's parts: the stand-in node (its Python, its venv, its shell), the stack kit made
+through wheelhouse's command line, docs/gpu.md's call sequence run call by call, the checks of the
+build, the device budget and the report."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -31,10 +15,7 @@ from pathlib import Path
 
 from gpukit import Stopwatch, clean_pip_env
 from interpreter import ensure_venv, supported_on_host
-from upstream_env import kept_units, system_toolkit
-
-from .kit_sources import ROOT
-from .requirement_locks import read_lock
+from overlaytool import REPO_ROOT as ROOT
 
 # The lent node (docs/gpu.md#running-it-on-a-lent-machine); requirements/node-standin.txt pins its venv
 NODE = {"python": "3.12", "cuda": "13.0", "cuda_arch": "9.0", "cores": 16}
@@ -287,68 +268,3 @@ def make_kit(made: Path, with_toolkit: bool, log: Path) -> dict:
     if proc.returncode != 0:
         raise RehearsalError(f"making the stack kit failed (exit {proc.returncode}); output in {log}")
     return json.loads((made / "gpu-stack-kit" / "manifest.json").read_text())
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="wheelhouse.node_rehearsal", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--python", help=f"a CPython {NODE['python']} (default: one this host offers)")
-    ap.add_argument("--out", type=Path, default=ROOT / "out" / "node-rehearsal", help="(out/node-rehearsal)")
-    ap.add_argument(
-        "--keep", action="store_true", help="keep the kit and the node's folder (~4 GB) after a pass too"
-    )
-    args = ap.parse_args(argv)
-    out = args.out.resolve()
-    shutil.rmtree(out, ignore_errors=True)  # a rehearsal starts from nothing but the stand-in venv
-    out.mkdir(parents=True)
-    made, node, results = out / "wheelhouse", out / "node", out / "results"
-    home, log = node / "home", out / "calls.log"
-    rows: list[dict] = []
-    t0 = time.monotonic()
-    try:
-        python = find_python(args.python)
-        standin = timed(rows, "the node's venv (stand-in)", ensure_standin, python)
-        toolkit = system_toolkit()  # as the env builder finds it: $CUDA_HOME, else PATH
-        release = toolkit.release if toolkit else None
-        with_toolkit = release != NODE["cuda"]
-        print(f"node_rehearsal: nvcc: {'the kit carries the toolkit' if with_toolkit else 'the host'}'s, "
-              f"release {release or 'none'} here")  # fmt: skip
-        manifest = timed(rows, "the stack kit", make_kit, made, with_toolkit, out / "kit.log")
-        sequence = calls(manifest, extra=" --cuda-ops", last=" " + QUICK)
-        home.mkdir(parents=True)
-        results.mkdir()
-        env = node_environment(standin, home, results)
-        call_rows = timed(rows, f"{len(sequence)} calls", run_calls, sequence, made, node, env, log)
-        summary = json.loads((results / "stack-run.json").read_text())
-        steps = summary["steps"]
-        work = home / "sk" / "work"
-        kit_numpy = read_lock(next((work / "wheelhouse" / "locks").glob("gpu-stack-cp*.txt")))["numpy"][0]
-        facts = check_the_build(work, standin, kit_numpy, env)
-        plan = budget(steps, sequence, len(kept_units(cuda=True)))
-    except RehearsalError as exc:
-        print(f"node_rehearsal FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)
-        print(f"node_rehearsal: the kit and the node's folder are kept for a look: {made}, {node}")
-        return 1
-    keep_logs(home / "sk", out / "logs")
-    if not args.keep:  # the logs and results tell the run; the kit and the node's env are ~4 GB
-        shutil.rmtree(made)
-        shutil.rmtree(node)
-    table = report(rows[:2], call_rows, steps, plan, facts)
-    (out / "rehearsal.md").write_text(table)
-    facts_json = {
-        "node": NODE,
-        "host": rows,
-        "calls": call_rows,
-        "steps": steps,
-        "budget": plan,
-        "facts": facts,
-    }
-    (out / "rehearsal.json").write_text(json.dumps(facts_json, indent=1) + "\n")
-    print(table)
-    print(
-        f"node_rehearsal PASSED in {time.monotonic() - t0:.0f} s; {out}: rehearsal.md, rehearsal.json, logs/"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
