@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import EnvBuildError
 from .build import build, is_current, read_stamp
 from .cuda_toolkit import DEFAULT_ARCHES, MODES, parse_arch_list
+from .errors import EnvBuildError
 from .paths import ENV_DIR, env_python
 
 

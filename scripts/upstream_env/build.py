@@ -14,9 +14,10 @@ from pathlib import Path
 from interpreter import install_command, venv_minor
 from overlaytool import replace_file
 
-from . import EnvBuildError, node_torch
+from . import node_torch
 from .claims import build_lock, wait_for_claims
 from .cuda_toolkit import DEFAULT_ARCHES
+from .errors import EnvBuildError
 from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python

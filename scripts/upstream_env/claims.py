@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 
 CLAIM_VAR = "STREAMPETR_UPSTREAM_CLAIM"  # the claim this process (or its parent session) holds
 POLL_S = 0.2

@@ -25,7 +25,8 @@ import gpukit
 from gpukit import CheckError, Stopwatch
 from interpreter import install_command
 
-from . import EnvBuildError, cuda_toolkit, op_set
+from . import cuda_toolkit, op_set
+from .errors import EnvBuildError
 from .index_fetch import fetch_sdist
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpukit import link_torch
 from interpreter import install_command
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 from .paths import CONSTRAINTS, REQUIREMENTS
 from .runlog import BuildLog
 

@@ -21,12 +21,9 @@ It imports the kit's node side (``gpukit``), which imports nothing of it.
 
 from __future__ import annotations
 
-
-class WheelhouseError(Exception):
-    """A user-facing failure naming the file, package or step."""
-
-
-# the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take
-from .offline import activate  # noqa: E402  (after WheelhouseError, which offline.py imports)
+# the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take;
+# its modules import nothing from here
+from .errors import WheelhouseError
+from .offline import activate
 
 __all__ = ["WheelhouseError", "activate"]

@@ -9,8 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-from . import WheelhouseError
 from .collect import SOURCE_BUILT
+from .errors import WheelhouseError
 from .requirement_locks import verify_sums
 
 ENV_VAR = "STREAMPETR_WHEELHOUSE"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from gpukit import FORMAT, MANIFEST
 
-from . import WheelhouseError
 from .collect import SOURCE_BUILT, collect_toolkit
+from .errors import WheelhouseError
 from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
 from .kit_folder import MiB, install_runner, split
 from .kit_sources import ROOT, source_archive

@@ -17,8 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import WheelhouseError
 from .collect import ROOT
+from .errors import WheelhouseError
 from .kit_wheels import python_tag, target
 from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
