@@ -13,7 +13,7 @@ from .build import build as build_env  # the module `build` stays the submodule
 from .claims import claim_env
 from .cuda_toolkit import CUOBJDUMP, system_toolkit
 from .errors import EnvBuildError
-from .mmcv_wheel import SDIST, ensure_mmcv_wheel, probe, sdist
+from .mmcv_wheel import SDIST, ensure_mmcv_wheel, sdist
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .node_torch import (
     NODE_TORCH,
@@ -30,6 +30,6 @@ from .runlog import BuildLog
 __all__ = [
     "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "ROOT", "SDIST", "BuildLog",
     "EnvBuildError", "build_env", "claim_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python",
-    "is_current", "kept_units", "node_requirements", "normalise", "probe", "read_stamp", "requirement_name",
+    "is_current", "kept_units", "node_requirements", "normalise", "read_stamp", "requirement_name",
     "sdist", "store_wheel", "system_toolkit", "wheel_cache", "with_dali", "without_node_torch",
 ]  # fmt: skip

@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpukit import CheckError, probe
 from interpreter import install_command, venv_minor
 from overlaytool import replace_file
 
@@ -18,7 +19,7 @@ from . import node_torch
 from .claims import build_lock, wait_for_claims
 from .cuda_toolkit import DEFAULT_ARCHES
 from .errors import EnvBuildError
-from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
+from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
@@ -91,13 +92,14 @@ def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
 def resolve_ops(python: Path, requested: bool | None, stamp: dict | None = None) -> tuple[bool, str]:
     """Whether the env gets mmcv's CUDA ops, and why: the flag given; else (auto) the CUDA ops of an env
     `stamp` says auto gave them (never downgraded: they serve a host without a GPU too, and a node that
-    shares the env keeps them); else whether the env's torch sees a GPU now (asked through `probe`)."""
+    shares the env keeps them); else whether the env's torch sees a GPU now (asked through gpukit's
+    `probe`: a torch that does not import raises its `CheckError`)."""
     if requested is not None:
         return requested, "--cuda" if requested else "--no-cuda"
     if stamp and stamp.get("cuda") is None and stamp.get("cuda_ops") is True:
         return True, "auto: kept the CUDA ops an auto build gave the env where torch saw a GPU"
     info = probe(python)
-    build = f"CUDA {info['cuda']} build" if info["cuda"] else "CPU build"
+    build = f"CUDA {info['torch_cuda']} build" if info["torch_cuda"] else "CPU build"
     sees = "sees a GPU" if info["cuda_available"] else "sees no GPU"
     return want_cuda_ops(info, None), f"auto: torch {info['torch']} ({build}) {sees}"
 
@@ -144,7 +146,7 @@ def is_current(
     choices = resolve(stamp, cuda=cuda, full_ops=full_ops, **flags)
     try:
         cuda_ops, _ = resolve_ops(python, choices.cuda, stamp)
-    except EnvBuildError:  # the env's torch does not import: rebuild it
+    except (EnvBuildError, CheckError):  # the env's torch does not import: rebuild it
         return False
     return stamp.get("digest") == digest(choices, cuda_ops) and _installed_ext_is_stamped(env, stamp)
 
@@ -303,7 +305,7 @@ def _build(
         _install_compat(python)
         log.run([python, "-c", IMPORT_CHECK], what="import check")
         log.done(started, timing="check")
-    except EnvBuildError:
+    except (EnvBuildError, CheckError):
         log.say(f"upstream env build FAILED after {time.monotonic() - total:.0f} s; log: {LOG_FILE}")
         raise
     finally:

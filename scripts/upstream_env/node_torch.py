@@ -89,7 +89,7 @@ def torchvision_for(torch_version: str) -> str:
 
 def dali_major(node: dict) -> int:
     """The CUDA major of the node's torch (a CPU build of torch: 12, the env's pinned DALI build)."""
-    return int(node["cuda"].split(".")[0]) if node["cuda"] else 12
+    return int(node["torch_cuda"].split(".")[0]) if node["torch_cuda"] else 12
 
 
 def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -> tuple[Path, Path]:
@@ -102,7 +102,7 @@ def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -
     constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
     requirements.write_text(node_requirements(REQUIREMENTS.read_text(), dali_major(node)))
     has_tv = subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode == 0
-    log.say(f"      torch {node['torch']} (CUDA {node['cuda']}) of the node; has torchvision: {has_tv}")
+    log.say(f"      torch {node['torch']} (CUDA {node['torch_cuda']}) of the node; has torchvision: {has_tv}")
     if not has_tv:
         wanted = f"torchvision=={torchvision_for(node['torch'])}"
         log.run(install_command(python, "--no-deps", wanted), what="pip install torchvision")

@@ -26,8 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpukit import CheckError, probe
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, ROOT, env_python, probe
+from upstream_env import ENV_DIR, ROOT, env_python
 
 from .train import CONFIGS, free_port
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             printed = shardings or "no sharding"
             raise EvaluateError(f"--sharding {args.sharding} asked, but the ranks printed {printed}")
         summary = read_metrics(args.out)
-    except EvaluateError as exc:
+    except (EvaluateError, CheckError) as exc:  # CheckError: the probe of the env's torch
         print(f"upstream_run evaluate: {exc}", file=sys.stderr)
         return 1
     split = f", {args.gpus} processes, {'/'.join(shardings)} sharding" if shardings else ""
