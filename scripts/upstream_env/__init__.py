@@ -24,11 +24,11 @@ from .node_torch import (
     without_node_torch,
 )
 from .op_set import kept_units
-from .paths import ENV_DIR, LOG_FILE, ROOT, env_python, store_wheel, wheel_cache
+from .paths import ENV_DIR, LOG_FILE, env_python, store_wheel, wheel_cache
 from .runlog import BuildLog
 
 __all__ = [
-    "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "ROOT", "SDIST", "BuildLog",
+    "BUILD_PREREQS", "CUOBJDUMP", "ENV_DIR", "LOG_FILE", "NODE_TORCH", "NO_DEPS", "SDIST", "BuildLog",
     "EnvBuildError", "build_env", "claim_env", "ensure_mmcv_wheel", "ensure_mmdet3d_wheel", "env_python",
     "is_current", "kept_units", "node_requirements", "normalise", "read_stamp", "requirement_name",
     "sdist", "store_wheel", "system_toolkit", "wheel_cache", "with_dali", "without_node_torch",

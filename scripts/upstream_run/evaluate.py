@@ -27,8 +27,9 @@ import sys
 from pathlib import Path
 
 from gpukit import CheckError, probe
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, ROOT, env_python
+from upstream_env import ENV_DIR, env_python
 
 from .train import CONFIGS, free_port
 

@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, ROOT, env_python
+from upstream_env import ENV_DIR, env_python
 
 CONFIGS = {
     "torch": {

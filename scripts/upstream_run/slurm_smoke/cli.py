@@ -30,9 +30,10 @@ import sys
 import time
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
 from slurm_local import SlurmUnavailable
-from upstream_env import ENV_DIR, ROOT, env_python
+from upstream_env import ENV_DIR, env_python
 
 from .progress import SmokeError, say
 from .runs import evaluate, replicate, shard_with_signal_and_requeue
