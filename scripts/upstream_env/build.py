@@ -19,7 +19,7 @@ from . import node_torch
 from .claims import build_lock, wait_for_claims
 from .cuda_toolkit import DEFAULT_ARCHES
 from .errors import EnvBuildError
-from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, want_cuda_ops
+from .mmcv_wheel import BUILD_PREREQS, ensure_mmcv_wheel, install_wheel, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
@@ -42,8 +42,6 @@ BUILDER_MODULES = (
     "paths.py",
     "_streampetr_numpy_compat.py",
 )
-# What mmcv-full's setup.py imports at build time (it runs without build isolation).
-BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
 # networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools;
 # nuscenes-devkit 1.2.0 caps numpy<2 (it runs on numpy 2: docs/upstream-env.md#numpy-2).

@@ -37,6 +37,8 @@ VERSION = "1.6.0"
 SDIST = f"mmcv-full-{VERSION}.tar.gz"
 SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874"
 RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
+# What mmcv-full's setup.py imports at build time (it runs without build isolation): installed first.
+BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 
 # What a CUDA `_ext` must link against: torch's CUDA build and its CUDA runtime (the linker drops
 # libtorch_cuda.so: mmcv uses nothing of it directly).
