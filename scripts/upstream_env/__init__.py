@@ -14,10 +14,10 @@ from .cuda_toolkit import system_toolkit
 from .errors import EnvBuildError
 from .node_torch import NodeTorch, normalise, requirement_name
 from .op_set import kept_units
-from .paths import ENV_DIR, env_python
+from .paths import env_python
 from .source_built import SourceBuilt
 
 __all__ = [
-    "ENV_DIR", "NO_DEPS", "EnvBuildError", "NodeTorch", "SourceBuilt", "claim_env", "env_python",
+    "NO_DEPS", "EnvBuildError", "NodeTorch", "SourceBuilt", "claim_env", "env_python",
     "kept_units", "normalise", "requirement_name", "system_toolkit",
 ]  # fmt: skip

@@ -33,7 +33,7 @@ class SourceBuilt:
         or full) and the mmdet3d wheel; the env is built first when it is not current."""
         if not is_current(ENV_DIR):
             build(ENV_DIR)
-        python = env_python(ENV_DIR)
+        python = env_python()
         stamp = read_stamp(ENV_DIR) or {}
         choices = (stamp.get("cuda_ops"), bool(stamp.get("full_ops")), stamp.get("arch_list"))
         log = BuildLog(LOG_FILE, total_steps=1)

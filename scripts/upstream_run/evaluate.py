@@ -29,7 +29,7 @@ from pathlib import Path
 from gpukit import CheckError, probe
 from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, env_python
+from upstream_env import env_python
 
 from .train import CONFIGS, free_port
 
@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="several processes: whole scenes per rank, or upstream's chunks (default: the config's)",
     )  # fmt: skip
     ap.add_argument("--out", type=Path, help="where the JSON results go (default: <checkpoint dir>/eval)")
-    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--python", type=Path, default=env_python(), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/test.py")
     args = ap.parse_args(argv)
     if args.gpus < 1:
