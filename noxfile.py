@@ -126,7 +126,7 @@ def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = Tru
     a claim on it while the session runs from it: a build elsewhere (another node of a cluster) waits for
     the claim instead of changing the env under the session (docs/upstream-env.md#jobs-running-from-the-env).
     Yields the env's python."""
-    from upstream_env import ENV_DIR, claim_env
+    from upstream_env import claim_env
 
     if apply:
         run_tool(session, BASE_PYTHON, "overlaytool", "apply")
@@ -134,7 +134,7 @@ def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = Tru
     env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     for _ in range(3):  # a build elsewhere may change the env between this build and the claim
         run_tool(session, BASE_PYTHON, "upstream_env", "build", *build_args)
-        with claim_env(ENV_DIR, session.name):
+        with claim_env(session.name):
             if subprocess.run(check, env=env, capture_output=True).returncode:
                 continue
             yield str(UPSTREAM_PYTHON)

@@ -2,8 +2,9 @@
 import each other (read from the code, lazy imports inside functions included); inside
 overlaytool, no module imports from a floor above its own; and every package, the noxfile and
 overlay/tools reach another package only through its faces (:data:`FACES`): its root, a name of its
-``__all__``, and for the loader its toolkit module; and nothing outside the loader package builds
-the loader past its builders (:data:`BUILDERS`)."""
+``__all__``, and for the loader its toolkit module; a face holds few names (:data:`FACE_LIMITS`,
+:data:`SCRIPTS_FACE_LIMITS`) and no name is on two faces; and nothing outside the loader package
+builds the loader past its builders (:data:`BUILDERS`)."""
 
 from __future__ import annotations
 
@@ -266,6 +267,22 @@ def test_each_loader_face_holds_few_names_each_used_twice_or_documented() -> Non
     words = [set(re.findall(r"\w+", p.read_text(encoding="utf-8"))) for p in users]
     documented = (REPO_ROOT / "docs" / "loader.md").read_text(encoding="utf-8")
     assert [n for n in names if sum(n in w for w in words) < 2 and f"`{n}`" not in documented] == []
+
+
+# scripts/ faces -> the most names each may hold (issue #59: a face carries few names; a name one
+# outside file uses moves next to it, or that file calls a broader entry point).
+SCRIPTS_FACE_LIMITS = {"upstream_env": 10}
+
+
+def test_the_scripts_faces_hold_few_names_and_no_name_is_on_two_faces() -> None:
+    faces = {name: getattr(importlib.import_module(name), "__all__", ()) for name in FACES}
+    limits = {name: len(faces[name]) for name in SCRIPTS_FACE_LIMITS}
+    assert {name: n for name, n in limits.items() if n > SCRIPTS_FACE_LIMITS[name]} == {}
+    owners: dict[str, list[str]] = {}
+    for package, names in sorted(faces.items()):
+        for public in names:
+            owners.setdefault(public, []).append(package)
+    assert {name: where for name, where in owners.items() if len(where) > 1} == {}  # one name, one face
 
 
 # The loader's classes -> the builder a caller outside the loader package builds one with (the

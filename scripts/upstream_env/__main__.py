@@ -7,9 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import EnvBuildError
+from gpukit import CheckError
+
 from .build import build, is_current, read_stamp
 from .cuda_toolkit import DEFAULT_ARCHES, MODES, parse_arch_list
+from .errors import EnvBuildError
 from .paths import ENV_DIR, env_python
 
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             print(build(args.env, mmcv_only=True, **chosen))
         else:
             build(args.env, force=args.force, clean=args.clean, **chosen)
-    except EnvBuildError as exc:
+    except (EnvBuildError, CheckError) as exc:  # CheckError: gpukit's probe of a torch
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -11,13 +11,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpukit import CheckError, probe
 from interpreter import install_command, venv_minor
 from overlaytool import replace_file
 
-from . import EnvBuildError, node_torch
+from . import node_torch
 from .claims import build_lock, wait_for_claims
 from .cuda_toolkit import DEFAULT_ARCHES
-from .mmcv_wheel import ensure_mmcv_wheel, install_wheel, probe, want_cuda_ops
+from .errors import EnvBuildError
+from .mmcv_wheel import BUILD_PREREQS, ensure_mmcv_wheel, install_wheel, want_cuda_ops
 from .mmdet3d_wheel import ensure_mmdet3d_wheel
 from .paths import CONSTRAINTS, ENV_DIR, LOG_FILE, MMDET3D_PIN, REQUIREMENTS, env_python
 from .runlog import BuildLog
@@ -40,8 +42,6 @@ BUILDER_MODULES = (
     "paths.py",
     "_streampetr_numpy_compat.py",
 )
-# What mmcv-full's setup.py imports at build time (it runs without build isolation).
-BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 # Installed without their dependency pins: mmdet3d rc6 pins numba==0.53.0 (no Python 3.11 wheels),
 # networkx<2.3 and trimesh 2.35; lyft_dataset_sdk pins 2019-era pandas/matplotlib and test tools;
 # nuscenes-devkit 1.2.0 caps numpy<2 (it runs on numpy 2: docs/upstream-env.md#numpy-2).
@@ -90,13 +90,14 @@ def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
 def resolve_ops(python: Path, requested: bool | None, stamp: dict | None = None) -> tuple[bool, str]:
     """Whether the env gets mmcv's CUDA ops, and why: the flag given; else (auto) the CUDA ops of an env
     `stamp` says auto gave them (never downgraded: they serve a host without a GPU too, and a node that
-    shares the env keeps them); else whether the env's torch sees a GPU now (asked through `probe`)."""
+    shares the env keeps them); else whether the env's torch sees a GPU now (asked through gpukit's
+    `probe`: a torch that does not import raises its `CheckError`)."""
     if requested is not None:
         return requested, "--cuda" if requested else "--no-cuda"
     if stamp and stamp.get("cuda") is None and stamp.get("cuda_ops") is True:
         return True, "auto: kept the CUDA ops an auto build gave the env where torch saw a GPU"
     info = probe(python)
-    build = f"CUDA {info['cuda']} build" if info["cuda"] else "CPU build"
+    build = f"CUDA {info['torch_cuda']} build" if info["torch_cuda"] else "CPU build"
     sees = "sees a GPU" if info["cuda_available"] else "sees no GPU"
     return want_cuda_ops(info, None), f"auto: torch {info['torch']} ({build}) {sees}"
 
@@ -143,7 +144,7 @@ def is_current(
     choices = resolve(stamp, cuda=cuda, full_ops=full_ops, **flags)
     try:
         cuda_ops, _ = resolve_ops(python, choices.cuda, stamp)
-    except EnvBuildError:  # the env's torch does not import: rebuild it
+    except (EnvBuildError, CheckError):  # the env's torch does not import: rebuild it
         return False
     return stamp.get("digest") == digest(choices, cuda_ops) and _installed_ext_is_stamped(env, stamp)
 
@@ -302,7 +303,7 @@ def _build(
         _install_compat(python)
         log.run([python, "-c", IMPORT_CHECK], what="import check")
         log.done(started, timing="check")
-    except EnvBuildError:
+    except (EnvBuildError, CheckError):
         log.say(f"upstream env build FAILED after {time.monotonic() - total:.0f} s; log: {LOG_FILE}")
         raise
     finally:

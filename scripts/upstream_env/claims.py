@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import EnvBuildError
+from .errors import EnvBuildError
+from .paths import ENV_DIR
 
 CLAIM_VAR = "STREAMPETR_UPSTREAM_CLAIM"  # the claim this process (or its parent session) holds
 POLL_S = 0.2
@@ -68,10 +69,13 @@ def describe(holder: dict | None) -> str:
 
 
 @contextmanager
-def claim_env(env: Path, session: str, say: Callable[[str], None] | None = None) -> Iterator[Path]:
-    """Hold a claim on `env` while the block runs (a build waits for it); yields the claim file. Waits,
-    saying so, while a build holds the build lock. Check that the env is current after claiming: a build
-    may have changed it before the claim was written."""
+def claim_env(
+    session: str, *, env: Path = ENV_DIR, say: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """Hold a claim named after `session` on `env` (the OpenMMLab env unless told) while the block
+    runs (a build waits for it); yields the claim file. Waits, saying so, while a build holds the
+    build lock. Check that the env is current after claiming: a build may have changed it before the
+    claim was written."""
     say = say or _stderr
     folder = claims_dir(env)
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from . import EnvBuildError, cuda_toolkit, op_set
+from . import cuda_toolkit, op_set
 from .build import read_stamp
+from .errors import EnvBuildError
 from .mmcv_wheel import check_cuda_library
 from .paths import LOG_FILE
 from .runlog import BuildLog

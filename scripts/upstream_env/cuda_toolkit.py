@@ -21,7 +21,7 @@ from pathlib import Path
 
 from interpreter import install_command
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 from .paths import ROOT, wheel_cache
 from .runlog import BuildLog
 

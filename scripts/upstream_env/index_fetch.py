@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 from interpreter import pip_settings
 from overlaytool import replace_file
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 
 PYPI = "https://pypi.org/simple/"
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import IO
 
 import gpukit
-from gpukit import CheckError, Stopwatch
+from gpukit import Stopwatch, probe
 from interpreter import install_command
 
-from . import EnvBuildError, cuda_toolkit, op_set
+from . import cuda_toolkit, op_set
+from .errors import EnvBuildError
 from .index_fetch import fetch_sdist
 from .paths import store_wheel, wheel_cache
 from .runlog import BuildLog
@@ -36,22 +37,13 @@ VERSION = "1.6.0"
 SDIST = f"mmcv-full-{VERSION}.tar.gz"
 SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874"
 RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
+# What mmcv-full's setup.py imports at build time (it runs without build isolation): installed first.
+BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 
 # What a CUDA `_ext` must link against: torch's CUDA build and its CUDA runtime (the linker drops
 # libtorch_cuda.so: mmcv uses nothing of it directly).
 CUDA_NEEDED = ("libc10_cuda.so", "libcudart.so.")
 EXT = re.compile(r"mmcv/_ext\..*\.so")  # the compiled ops inside a wheel (and site-packages)
-
-
-def probe(python: Path) -> dict:
-    """Python tag, torch version, CUDA facts and torch's site folder of the env's interpreter (the
-    GPU check kit's probe: one way to ask a python about its torch)."""
-    try:
-        node = gpukit.probe(python)
-    except CheckError as exc:
-        raise EnvBuildError(str(exc)) from None
-    return {"py": node["tag"][2:], "torch": node["torch"], "cuda": node["torch_cuda"],
-            "cuda_available": node["cuda_available"], "torch_site": node["torch_site"]}  # fmt: skip
 
 
 def cxx_std(torch_version: str) -> str:
@@ -61,11 +53,12 @@ def cxx_std(torch_version: str) -> str:
 
 
 def want_cuda_ops(info: dict, requested: bool | None) -> bool:
-    """CUDA ops when asked for, else whenever the env's torch sees a GPU (nvcc comes from the index
-    when the host has none: a GPU node never gets a silent CPU-ops build)."""
+    """CUDA ops when asked for, else whenever the env's torch sees a GPU (`info`: gpukit's probe of
+    the env's python; nvcc comes from the index when the host has none: a GPU node never gets a
+    silent CPU-ops build)."""
     if requested is not None:
         return requested
-    return bool(info["cuda_available"] and info["cuda"])
+    return bool(info["cuda_available"] and info["torch_cuda"])
 
 
 def reduced_ops(cuda_ops: bool, full_ops: bool) -> bool:
@@ -82,11 +75,11 @@ def flavour(
 ) -> str:
     """The wheel cache key: a reduced wheel's key says so (and which set), a CUDA wheel its CUDA
     release and arch list, so no env is ever served another's wheel."""
-    ops = f"cu{info['cuda']}" if cuda_ops else "cpu"
+    ops = f"cu{info['torch_cuda']}" if cuda_ops else "cpu"
     ops += f"ops-reduced-{op_set.label(cuda_ops)}" if reduced else "ops"
     if cuda_ops:
         ops += f"-{arch_key(arches)}"
-    return f"cp{info['py']}-torch{info['torch']}-{ops}-{cxx_std(info['torch'])}-r{RECIPE}"
+    return f"{info['tag']}-torch{info['torch']}-{ops}-{cxx_std(info['torch'])}-r{RECIPE}"
 
 
 def expected_facts(info: dict, cuda_ops: bool, reduced: bool, arches: tuple[str, ...]) -> dict:
@@ -95,7 +88,7 @@ def expected_facts(info: dict, cuda_ops: bool, reduced: bool, arches: tuple[str,
     if reduced:
         want["compiled_ops"] = list(op_set.kept_names(cuda_ops))
     if cuda_ops:
-        want |= {"cuda": info["cuda"], "arch_list": list(arches)}
+        want |= {"cuda": info["torch_cuda"], "arch_list": list(arches)}
     return want
 
 
@@ -214,7 +207,7 @@ def ensure_mmcv_wheel(
     env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
     facts: dict = {"op_set": "full"}
     if cuda_ops:
-        tk = cuda_toolkit.choose(toolkit, info["cuda"], python, log)
+        tk = cuda_toolkit.choose(toolkit, info["torch_cuda"], python, log)
         env |= cuda_toolkit.build_env(tk, info["torch_site"], arches)
         facts |= {"toolkit": tk.facts(), "arch_list": list(arches)}
         log.say(
@@ -251,8 +244,11 @@ def ensure_mmcv_wheel(
                 f"      checked: cubins {', '.join(facts['cubins'])}; NEEDED {', '.join(facts['needed'])}"
             )
         seconds = timer.read()[0]
-        meta = {**{k: v for k, v in info.items() if k != "torch_site"}, "cuda_ops": cuda_ops, "cxx_std": std,
-                "max_jobs": jobs, **facts, "build_seconds": round(seconds, 1)}  # fmt: skip
+        # the torch it was built on, as build-info.json has always named it (where torch lies is no fact)
+        built_on = {"py": info["tag"][2:], "torch": info["torch"], "cuda": info["torch_cuda"],
+                    "cuda_available": info["cuda_available"]}  # fmt: skip
+        meta = {**built_on, "cuda_ops": cuda_ops, "cxx_std": std, "max_jobs": jobs, **facts,
+                "build_seconds": round(seconds, 1)}  # fmt: skip
         store_wheel(wheel, dest, meta)
     record(kind, seconds, timer.read()[1])
     return dest

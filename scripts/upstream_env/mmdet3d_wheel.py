@@ -15,7 +15,7 @@ from pathlib import Path
 
 from overlaytool import Pin, has_commit, load_pin, mirror_path
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 from .mmcv_wheel import unpack_source
 from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from gpukit import link_torch
 from interpreter import install_command
 
-from . import EnvBuildError
+from .cuda_toolkit import CUOBJDUMP
+from .errors import EnvBuildError
+from .mmcv_wheel import BUILD_PREREQS
 from .paths import CONSTRAINTS, REQUIREMENTS
 from .runlog import BuildLog
 
@@ -79,6 +83,31 @@ def node_requirements(text: str, cuda_major: int) -> str:
     return "\n".join([*lines, comment, *mmcv_needs]) + "\n"
 
 
+@dataclass(frozen=True)
+class NodeTorch:
+    """What `--torch-from` installs on a node whose torch is built for CUDA major `cuda`: the one
+    account of it, for the builder and for the kits that carry it (`wheelhouse.stack_wheels`, the
+    GPU kit's DALI)."""
+
+    cuda: int
+    # what `upstream_env mmcv-wheel --torch-from` installs before it compiles: mmcv-full's build
+    # prerequisites but what the node brings
+    prerequisites: ClassVar[tuple[str, ...]] = tuple(p for p in BUILD_PREREQS if p not in NODE_TORCH)
+    cuobjdump: ClassVar[str] = CUOBJDUMP  # the toolkit's wheel that checks the cubins (a node without it)
+
+    def requirements(self) -> str:
+        """`requirements/upstream.txt` for the node (`node_requirements`)."""
+        return node_requirements(REQUIREMENTS.read_text(), self.cuda)
+
+    def constraints(self) -> str:
+        """`constraints/upstream.txt` without the lines pinning what the node's torch brings."""
+        return without_node_torch(CONSTRAINTS.read_text())
+
+    def with_dali(self, text: str) -> str:
+        """A requirement file pinning DALI's CUDA 12 build, with DALI's build of the node's CUDA."""
+        return with_dali(text, self.cuda)
+
+
 def torchvision_for(torch_version: str) -> str:
     """The torchvision release series of a torch 2.x release (2.11 -> 0.26.*)."""
     major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
@@ -89,7 +118,7 @@ def torchvision_for(torch_version: str) -> str:
 
 def dali_major(node: dict) -> int:
     """The CUDA major of the node's torch (a CPU build of torch: 12, the env's pinned DALI build)."""
-    return int(node["cuda"].split(".")[0]) if node["cuda"] else 12
+    return int(node["torch_cuda"].split(".")[0]) if node["torch_cuda"] else 12
 
 
 def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -> tuple[Path, Path]:
@@ -99,10 +128,11 @@ def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -
     folder = env / TORCH_FROM_DIR
     folder.mkdir(exist_ok=True)
     constraints, requirements = folder / "constraints.txt", folder / "requirements.txt"
-    constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
-    requirements.write_text(node_requirements(REQUIREMENTS.read_text(), dali_major(node)))
+    files = NodeTorch(dali_major(node))
+    constraints.write_text(files.constraints())
+    requirements.write_text(files.requirements())
     has_tv = subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode == 0
-    log.say(f"      torch {node['torch']} (CUDA {node['cuda']}) of the node; has torchvision: {has_tv}")
+    log.say(f"      torch {node['torch']} (CUDA {node['torch_cuda']}) of the node; has torchvision: {has_tv}")
     if not has_tv:
         wanted = f"torchvision=={torchvision_for(node['torch'])}"
         log.run(install_command(python, "--no-deps", wanted), what="pip install torchvision")

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 
 # op -> (the `mmcv._ext` names it registers, its sources under mmcv/ops/csrc/pytorch)
 KEPT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

@@ -21,7 +21,8 @@ def wheel_cache() -> Path:
     return cache_root() / "wheels"
 
 
-def env_python(env: Path) -> Path:
+def env_python(env: Path = ENV_DIR) -> Path:
+    """The python of `env` (the OpenMMLab env's unless told)."""
     return env / "bin" / "python"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpukit import Stopwatch
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 from .timings import eta_line, human, record
 
 HEARTBEAT_S = 30.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import EnvBuildError
+from .errors import EnvBuildError
 
 _EXEC = "exec(compile(f.read(), version_file, 'exec'))"
 

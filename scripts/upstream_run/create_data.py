@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, env_python
+from upstream_env import env_python
 
 PREFIX = "nuscenes2d"
 SPLITS = {"v1.0-mini": ("train", "val"), "v1.0-trainval": ("train", "val"), "v1.0-test": ("test",)}
@@ -42,7 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--version", choices=sorted(SPLITS), required=True, help="the table set to convert")
     ap.add_argument("--out", type=Path, help="where the info pickles go (default: --root)")
     ap.add_argument("--max-sweeps", type=int, default=10, help="lidar sweeps per sample (upstream: 10)")
-    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--python", type=Path, default=env_python(), help="the upstream env's python")
     args = ap.parse_args(argv)
     args.root = args.root.resolve()
     args.out = (args.out or args.root).resolve()

@@ -26,8 +26,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpukit import CheckError, probe
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, ROOT, env_python, probe
+from upstream_env import env_python
 
 from .train import CONFIGS, free_port
 
@@ -66,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="several processes: whole scenes per rank, or upstream's chunks (default: the config's)",
     )  # fmt: skip
     ap.add_argument("--out", type=Path, help="where the JSON results go (default: <checkpoint dir>/eval)")
-    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--python", type=Path, default=env_python(), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/test.py")
     args = ap.parse_args(argv)
     if args.gpus < 1:
@@ -191,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             printed = shardings or "no sharding"
             raise EvaluateError(f"--sharding {args.sharding} asked, but the ranks printed {printed}")
         summary = read_metrics(args.out)
-    except EvaluateError as exc:
+    except (EvaluateError, CheckError) as exc:  # CheckError: the probe of the env's torch
         print(f"upstream_run evaluate: {exc}", file=sys.stderr)
         return 1
     split = f", {args.gpus} processes, {'/'.join(shardings)} sharding" if shardings else ""

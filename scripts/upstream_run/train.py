@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ENV_DIR, ROOT, env_python
+from upstream_env import env_python
 
 CONFIGS = {
     "torch": {
@@ -79,7 +80,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     resume.add_argument(
         "--auto-resume", action="store_true", help="continue from the work dir's latest checkpoint, if any"
     )
-    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--python", type=Path, default=env_python(), help="the upstream env's python")
     ap.add_argument("--cfg-options", nargs="*", default=[], help="more overrides for tools/train.py")
     args = ap.parse_args(argv)
     if args.iters < 1:

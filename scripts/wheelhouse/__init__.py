@@ -21,13 +21,10 @@ command line and reads its locks (``read_lock``).
 
 from __future__ import annotations
 
-
-class WheelhouseError(Exception):
-    """A user-facing failure naming the file, package or step."""
-
-
-# the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take
-from .offline import activate  # noqa: E402  (after WheelhouseError, which offline.py imports)
-from .requirement_locks import read_lock  # noqa: E402
+# the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take;
+# its modules import nothing from here
+from .errors import WheelhouseError
+from .offline import activate
+from .requirement_locks import read_lock
 
 __all__ = ["WheelhouseError", "activate", "read_lock"]

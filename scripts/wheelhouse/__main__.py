@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import WheelhouseError
 from .collect import ROOT, collect_env, collect_nox, collect_upstream
+from .errors import WheelhouseError
 from .requirement_locks import write_sums
 
 PARTS = ("hermetic", "upstream", "nox", "kit", "stack-kit")

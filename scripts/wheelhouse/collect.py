@@ -55,51 +55,20 @@ def collect_nox(python: str, out: Path) -> list[Locked]:
     return entries
 
 
-def source_built_wheels() -> tuple[Path, Path, dict]:
-    """The cached mmcv-full wheel of the OpenMMLab env's flavour and the mmdet3d wheel of the pin,
-    built first (with the env) when missing."""
-    from upstream_env import (
-        ENV_DIR,
-        LOG_FILE,
-        BuildLog,
-        build_env,
-        ensure_mmcv_wheel,
-        ensure_mmdet3d_wheel,
-        env_python,
-        is_current,
-        read_stamp,
-    )
-
-    if not is_current(ENV_DIR):
-        build_env(ENV_DIR)
-    log = BuildLog(LOG_FILE, total_steps=1)
-    try:
-        stamp = read_stamp(ENV_DIR) or {}  # the env's ops choices: its very wheel (reduced or full)
-        choices = (stamp.get("cuda_ops"), bool(stamp.get("full_ops")), stamp.get("arch_list"))
-        mmcv_dir = ensure_mmcv_wheel(env_python(ENV_DIR), log, *choices)
-        mmdet3d_dir = ensure_mmdet3d_wheel(env_python(ENV_DIR), log)
-    finally:
-        log.close()
-    info_path = mmcv_dir / "build-info.json"
-    info = json.loads(info_path.read_text()) if info_path.exists() else {}
-    return mmcv_dir, mmdet3d_dir, info
-
-
 def collect_upstream(python: str, out: Path) -> list[Locked]:
     """The OpenMMLab env: its index wheels, the cached mmcv-full wheel (and sdist, to compile other
     ops offline), the mmdet3d wheel, the locks ``upstream.txt`` and ``upstream-nodeps.txt``
     (installed with ``--no-deps``, as the env builder does) and ``source-built.json``."""
-    from upstream_env import NO_DEPS, SDIST, wheel_cache
+    from upstream_env import NO_DEPS, SourceBuilt
 
-    mmcv_dir, mmdet3d_dir, info = source_built_wheels()
-    entries = collect_env(python, out, "upstream", links=mmcv_dir)
+    built = SourceBuilt.of_env()  # the env built first where it is not current
+    entries = collect_env(python, out, "upstream", links=built.mmcv)
     con = ROOT / "constraints" / "upstream.txt"
     with tempfile.TemporaryDirectory(prefix="wheelhouse-nodeps-") as tmp:
         run_pip(
             python, ["wheel", "-q", "--no-deps", "-w", tmp, "-c", con, *NO_DEPS], "collecting " + str(NO_DEPS)
         )
-        (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-        for wheel in [*Path(tmp).glob("*.whl"), mmdet3d]:
+        for wheel in [*Path(tmp).glob("*.whl"), *built.files()]:  # the wheels this project builds, the sdist
             shutil.copy2(wheel, out / wheel.name)
     nodeps = [
         e for e in resolve(python, out, ["--no-deps", *NO_DEPS, "mmdet3d"], "resolving the no-deps wheels")
@@ -111,15 +80,8 @@ def collect_upstream(python: str, out: Path) -> list[Locked]:
         out,
         header("upstream (--no-deps part)", "upstream_env"),
     )
-    shutil.copy2(wheel_cache() / "sdist" / SDIST, out / SDIST)
     collect_toolkit(python, out)  # nvcc for CUDA ops offline
-    (mmcv,) = mmcv_dir.glob("mmcv_full-*.whl")
-    facts = {
-        "mmcv-full": {"file": mmcv.name, "cache_dir": mmcv_dir.name, "build_info": info},
-        "mmdet3d": {"file": mmdet3d.name, "cache_dir": mmdet3d_dir.name},
-        "sdist": SDIST,
-    }
-    (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
+    (out / "locks" / SOURCE_BUILT).write_text(json.dumps(built.facts(), indent=1) + "\n")
     return entries + nodeps
 
 

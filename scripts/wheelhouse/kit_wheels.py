@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from upstream_env import with_dali
+from upstream_env import NodeTorch
 
 from .kit_sources import ROOT
 from .requirement_locks import Locked, resolve, run_pip, write_lock
@@ -20,7 +20,7 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x
 
 def kit_requirements(cuda: int, dest: Path) -> Path:
     """``requirements/gpu-kit.txt`` with the DALI build of CUDA major ``cuda``, written to ``dest``."""
-    text = with_dali(REQUIREMENTS.read_text(), cuda)
+    text = NodeTorch(cuda).with_dali(REQUIREMENTS.read_text())  # the kit's venv is on the node's torch
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     return dest

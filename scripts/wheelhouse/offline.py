@@ -6,11 +6,10 @@ the folder with the index disabled (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from . import WheelhouseError
 from .collect import SOURCE_BUILT
+from .errors import WheelhouseError
 from .requirement_locks import verify_sums
 
 ENV_VAR = "STREAMPETR_WHEELHOUSE"
@@ -19,27 +18,12 @@ ENV_VAR = "STREAMPETR_WHEELHOUSE"
 def seed_cache(folder: Path) -> list[Path]:
     """Copy the mmcv-full wheel (with its build facts), the mmdet3d wheel and the mmcv-full sdist
     into the per-user wheel cache where the env builder looks; existing entries are kept."""
-    from upstream_env import store_wheel, wheel_cache
+    from upstream_env import SourceBuilt
 
     facts_path = folder / "locks" / SOURCE_BUILT
     if not facts_path.is_file():
         return []  # a wheelhouse without the OpenMMLab env (--only hermetic,kit)
-    facts = json.loads(facts_path.read_text())
-    seeded = []
-    mmcv, mmdet3d = facts["mmcv-full"], facts["mmdet3d"]
-    # a stack kit carries no mmcv-full wheel (the node compiles it), only the sdist
-    built = [("mmcv-full", mmcv, mmcv["build_info"] or None)] if mmcv else []
-    for kind, entry, meta in [*built, ("mmdet3d", mmdet3d, None)]:
-        dest = wheel_cache() / kind / entry["cache_dir"]
-        if not list(dest.glob("*.whl")):
-            store_wheel(folder / entry["file"], dest, meta)
-            seeded.append(dest)
-    sdist = wheel_cache() / "sdist" / facts["sdist"]
-    if not sdist.exists():
-        sdist.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(folder / facts["sdist"], sdist)
-        seeded.append(sdist)
-    return seeded
+    return SourceBuilt.seed(folder, json.loads(facts_path.read_text()))
 
 
 def activate(folder: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ from gpukit import (
 )
 from upstream_env import normalise, requirement_name
 
-from . import WheelhouseError
+from .errors import WheelhouseError
 
 SUMS = "SHA256SUMS"
 

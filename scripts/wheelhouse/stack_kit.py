@@ -20,8 +20,8 @@ from pathlib import Path
 
 from gpukit import FORMAT, MANIFEST
 
-from . import WheelhouseError
 from .collect import SOURCE_BUILT, collect_toolkit
+from .errors import WheelhouseError
 from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
 from .kit_folder import MiB, install_runner, split
 from .kit_sources import ROOT, source_archive
@@ -41,22 +41,15 @@ STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constr
 def source_built(out: Path, python: str) -> dict:
     """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
     (no mmcv-full wheel: the node compiles it)."""
-    from upstream_env import LOG_FILE, BuildLog, EnvBuildError, ensure_mmdet3d_wheel
-    from upstream_env import sdist as mmcv_sdist
+    from upstream_env import EnvBuildError, SourceBuilt
 
-    log = BuildLog(LOG_FILE, total_steps=1)
     try:
-        sdist = mmcv_sdist(Path(python), log)
-        mmdet3d_dir = ensure_mmdet3d_wheel(Path(python), log)
+        built = SourceBuilt.for_node(Path(python))
     except EnvBuildError as exc:
         raise WheelhouseError(str(exc)) from None
-    finally:
-        log.close()
-    (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")
-    shutil.copy2(mmdet3d, out / mmdet3d.name)
-    shutil.copy2(sdist, out / sdist.name)
-    mmdet3d_facts = {"file": mmdet3d.name, "cache_dir": mmdet3d_dir.name}
-    facts = {"mmcv-full": None, "sdist": sdist.name, "mmdet3d": mmdet3d_facts}
+    for path in built.files():
+        shutil.copy2(path, out / path.name)
+    facts = built.facts()
     (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
     return facts
 
@@ -84,13 +77,14 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
                     toolkit: bool = False) -> Path:  # fmt: skip
     """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring. ``toolkit``: carry
     every wheel of the CUDA toolkit's lock (a node without nvcc), not only its cuobjdump."""
-    from upstream_env import CUOBJDUMP
+    from upstream_env import NodeTorch
 
     python = sys.executable
     tag = python_tag(version)
     locks = collect_stack(python, out, version, cuda, torchvision)
     facts = source_built(out, python)
-    toolkit_files = collect_toolkit(python, out, f"cuda-toolkit-{cuda}.*.txt", None if toolkit else CUOBJDUMP)
+    only = None if toolkit else NodeTorch.cuobjdump
+    toolkit_files = collect_toolkit(python, out, f"cuda-toolkit-{cuda}.*.txt", only)
     kit, parts_root = out / KIT, out / PARTS
     for folder in (kit, parts_root):
         shutil.rmtree(folder, ignore_errors=True)

@@ -17,12 +17,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import WheelhouseError
 from .collect import ROOT
+from .errors import WheelhouseError
 from .kit_wheels import python_tag, target
 from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
-REQUIREMENTS = ROOT / "requirements" / "upstream.txt"
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 NODE_PROVIDES = ("torch", "torchvision")  # the node's own, with the CUDA libraries torch brings
 PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
@@ -31,21 +30,22 @@ PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
 def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
     """The requirement and constraint files ``upstream_env build --torch-from`` installs on a node
     whose torch is built for CUDA major ``cuda``, written beside ``dest`` (``dest``: the requirements)."""
-    from upstream_env import node_requirements, without_node_torch
+    from upstream_env import NodeTorch
 
+    node = NodeTorch(cuda)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(node_requirements(REQUIREMENTS.read_text(), cuda))
+    dest.write_text(node.requirements())
     constraints = dest.with_name(dest.name.replace("requirements", "constraints"))
-    constraints.write_text(without_node_torch(CONSTRAINTS.read_text()))
+    constraints.write_text(node.constraints())
     return dest, constraints
 
 
 def early_names() -> set[str]:
     """What ``upstream_env mmcv-wheel --torch-from`` installs before it compiles: the build
     prerequisites beside torch, with wheel's dependency ``packaging`` (the first bundles carry them)."""
-    from upstream_env import BUILD_PREREQS, NODE_TORCH
+    from upstream_env import NodeTorch
 
-    return {normalise(p) for p in BUILD_PREREQS if p not in NODE_TORCH} | {"packaging"}
+    return {normalise(p) for p in NodeTorch.prerequisites} | {"packaging"}
 
 
 def resolve_here(python: str, args: list[object], what: str) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from upstream_env import build as builder
 
-NO_GPU = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+NO_GPU = {"tag": "cp311", "torch": "2.14.1+cu130", "torch_cuda": "13.0", "cuda_available": False}
 
 
 def fake_probe(monkeypatch: pytest.MonkeyPatch, gpu: bool = False) -> None:

@@ -20,7 +20,7 @@ from upstream_env import claims
 env, session, host, go = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
 if host:
     claims._host = lambda: host  # another node of the cluster
-with claims.claim_env(env, session) as claim:
+with claims.claim_env(session, env=env) as claim:
     before = claim_jobs.snapshot(env)
     print("claimed", claim.name, flush=True)
     while not go.exists():

@@ -15,9 +15,9 @@ from upstream_env.mmcv_wheel import _patch_std, cxx_std, flavour, want_cuda_ops
 from upstream_env.runlog import BuildLog, first_error
 
 INFO = {
-    "py": "311",
+    "tag": "cp311",
     "torch": "2.14.1+cu130",
-    "cuda": "13.0",
+    "torch_cuda": "13.0",
     "cuda_available": False,
     "torch_site": "/nowhere",
 }

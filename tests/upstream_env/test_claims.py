@@ -78,7 +78,7 @@ def test_a_new_claim_waits_for_a_running_build_and_names_it(tmp_path: Path) -> N
     """A session claims only once the build ends: the build lock's shared side."""
     env = tmp_path / "env"
     code = "import sys; from pathlib import Path; from upstream_env import claim_env\n"
-    code += "with claim_env(Path(sys.argv[1]), 'evaluate'): print('claimed')"
+    code += "with claim_env('evaluate', env=Path(sys.argv[1])): print('claimed')"
     with build_lock(env, "upstream_env build (--force)"):
         path = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
         job = subprocess.Popen(
@@ -102,7 +102,7 @@ def test_a_build_inside_a_session_that_claims_the_env_is_refused_not_deadlocked(
     builds = record_builds(monkeypatch)
     env = tmp_path / "env"
     write_built_env(env, builder.Choices())
-    with claim_env(env, "tests"):
+    with claim_env("tests", env=env):
         builder.build(env)  # current: nothing to change, no wait
         with pytest.raises(EnvBuildError, match="cannot wait for itself"):
             builder.build(env, force=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from build_recorder import record_builds
+from gpukit import probe
 from tiny_wheels import tiny_mmcv_sdist
 from upstream_env import EnvBuildError, cuda_toolkit, mmcv_wheel, node_torch, op_set
 from upstream_env import __main__ as cli
@@ -21,7 +22,7 @@ from upstream_env.cuda_toolkit import DEFAULT_ARCHES, Toolkit, parse_arch_list
 from upstream_env.mmcv_wheel import check_cached, expected_facts, flavour
 from upstream_env.node_torch import node_requirements, torchvision_for, without_node_torch
 
-GPU = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": True}
+GPU = {"tag": "cp311", "torch": "2.14.1+cu130", "torch_cuda": "13.0", "cuda_available": True}
 HEADERS = cuda_toolkit.LIBRARY_HEADERS
 
 
@@ -124,7 +125,7 @@ def test_a_cpu_torch_keeps_cpu_ops_and_an_explicit_choice_wins() -> None:
     assert mmcv_wheel.want_cuda_ops({**GPU, "cuda_available": False}, None) is False
     assert mmcv_wheel.want_cuda_ops(GPU, None) is True
     assert mmcv_wheel.want_cuda_ops(GPU, False) is False, "--no-cuda on a GPU node is the user's word"
-    assert mmcv_wheel.want_cuda_ops({**GPU, "cuda": None}, None) is False, "a CPU build of torch"
+    assert mmcv_wheel.want_cuda_ops({**GPU, "torch_cuda": None}, None) is False, "a CPU build of torch"
 
 
 def test_no_lock_and_no_fitting_nvcc_stops_with_the_fix(
@@ -382,7 +383,7 @@ def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_pa
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
     python = env / "bin" / "python"
     log = Log()
-    node = mmcv_wheel.probe(Path(sys.executable))
+    node = probe(Path(sys.executable))
     constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
     import torch
 
@@ -415,6 +416,8 @@ def test_the_probe_names_the_folder_torch_is_imported_from_not_where_its_links_p
     farm.mkdir()
     (farm / "torch").symlink_to(Path(torch.__file__).parent)
     monkeypatch.setenv("PYTHONPATH", str(farm))
-    node = mmcv_wheel.probe(Path(sys.executable))
+    node = probe(Path(sys.executable))
     assert node["torch_site"] == str(farm)
-    assert node["py"] == f"{sys.version_info[0]}{sys.version_info[1]}" and node["torch"] == torch.__version__
+    assert (
+        node["tag"] == f"cp{sys.version_info[0]}{sys.version_info[1]}" and node["torch"] == torch.__version__
+    )

@@ -21,12 +21,12 @@ from gpukit import unpack
 from upstream_env import EnvBuildError, op_set
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
-from upstream_env import sdist as mmcv_sdist
 from upstream_env.build import BUILDER_MODULES, STAMP, Choices, digest
 from upstream_env.mmcv_wheel import SDIST, SDIST_SHA256, check_cached, expected_facts, flavour, reduced_ops
+from upstream_env.mmcv_wheel import sdist as mmcv_sdist
 from upstream_env.paths import wheel_cache
 
-INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "cuda_available": False}
+INFO = {"tag": "cp311", "torch": "2.14.1+cu130", "torch_cuda": "13.0", "cuda_available": False}
 CUDA_UNITS = [
     "cuda/cudabind.cpp",
     "cuda/focal_loss_cuda.cu",

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from overlaytool import cache_root, load_pin
-from upstream_env import SDIST, sdist
-from upstream_env.mmcv_wheel import VERSION, prepare_source
+from upstream_env.mmcv_wheel import SDIST, VERSION, prepare_source, sdist
 from upstream_env.mmdet3d_wheel import prepare_source as prepare_mmdet3d_source
 from upstream_env.mmdet3d_wheel import source_repo
 from upstream_env.paths import CONSTRAINTS, MMDET3D_PIN

@@ -14,7 +14,7 @@ from upstream_env import mmcv_wheel
 from wheel_files import make_wheel
 
 EXT = f"mmcv/_ext{sysconfig.get_config_var('EXT_SUFFIX')}"  # where the real wheel has its library
-GPU_INFO = {"py": "311", "torch": "2.14.1+cu130", "cuda": "13.0", "torch_site": "/nowhere"}
+GPU_INFO = {"tag": "cp311", "torch": "2.14.1+cu130", "torch_cuda": "13.0", "torch_site": "/nowhere"}
 BUILDS = {  # (cuda ops, full set, arch list) -> the name its tiny wheel's `_ext` bytes carry
     (False, False, None): "cpu-reduced",
     (False, True, None): "cpu-full",

@@ -30,9 +30,10 @@ import sys
 import time
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
 from slurm_local import SlurmUnavailable
-from upstream_env import ENV_DIR, ROOT, env_python
+from upstream_env import env_python
 
 from .progress import SmokeError, say
 from .runs import evaluate, replicate, shard_with_signal_and_requeue
@@ -52,7 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--cpus-per-task", type=int, default=1)
     ap.add_argument("--install", action="store_true", help="apt-get install slurm-wlm munge when missing")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds for each job (default 900)")
-    ap.add_argument("--python", type=Path, default=env_python(ENV_DIR), help="the upstream env's python")
+    ap.add_argument("--python", type=Path, default=env_python(), help="the upstream env's python")
     args = ap.parse_args(argv)
     if args.iters < (4 if args.full else 3):
         ap.error(

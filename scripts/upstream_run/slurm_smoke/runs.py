@@ -13,8 +13,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from overlaytool import REPO_ROOT as ROOT
 from overlaytool import require_code_root
-from upstream_env import ROOT
 
 from ..evaluate import format_metrics, read_metrics
 from .command_lines import TASKS, test_line, train_line
