@@ -28,11 +28,8 @@ from pathlib import Path
 
 from .node import make_venv, probe
 from .parts import load_manifest, reassemble, unpack
-from .stack import STEPS, run_stack
+from .stack import QUICK_DATA, STEPS, run_stack
 from .steps import CheckError, Steps, run
-
-# --quick: 4 scenes (3 training scenes: the 8 streams of the ACCV-like batch) of 4 key frames.
-QUICK_DATA = ["--scenes", "4", "--samples-per-scene", "4"]
 
 
 def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Namespace:
@@ -79,13 +76,23 @@ def parse_args(argv: list[str] | None, default_kit: Path | None) -> argparse.Nam
     return args
 
 
-def probe_node(python: str) -> dict:
-    """The node's python and torch (:func:`gpukit.node.probe`); without torch, what the kit needs."""
+def probe_node(python: str, kit: Path, steps: Steps, allow_cuda_mismatch: bool) -> tuple[dict, dict]:
+    """Step 1: the node's python and torch (:func:`gpukit.node.probe`; without torch, what the kit
+    needs) and the kit's manifest, printed and matched (:func:`require_a_matching_kit`)."""
+    started = steps.begin("the node's python and torch")
     try:
-        return probe(python)
+        node = probe(python)
     except CheckError as exc:
         hint = "The kit reuses the node's torch: run it with a python that has torch."
         raise CheckError(f"{exc}\n{hint}") from None
+    manifest = load_manifest(kit)
+    gpu = f"{node['devices']} GPU(s)" + (f": {node['gpu']}" if node["gpu"] else "")
+    wheels = ", ".join(manifest["locks"])
+    print(f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), {gpu}; "
+          f"kit: DALI for CUDA {manifest['dali_cuda']}, wheels for {wheels}")  # fmt: skip
+    require_a_matching_kit(node, manifest, allow_cuda_mismatch)
+    steps.end("probe", started)
+    return node, manifest
 
 
 def require_a_matching_kit(node: dict, manifest: dict, allow_cuda_mismatch: bool) -> None:
@@ -113,17 +120,7 @@ def main(argv: list[str] | None = None, default_kit: Path | None = None) -> int:
     steps = Steps(6)
     t0 = time.monotonic()
     try:
-        started = steps.begin("the node's python and torch")
-        node = probe_node(args.python)
-        manifest = load_manifest(kit)
-        print(
-            f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), "
-            f"{node['devices']} GPU(s){': ' + node['gpu'] if node['gpu'] else ''}; "
-            f"kit: DALI for CUDA {manifest['dali_cuda']}, wheels for {', '.join(manifest['locks'])}"
-        )
-        require_a_matching_kit(node, manifest, args.allow_cuda_mismatch)
-        steps.end("probe", started)
-
+        node, manifest = probe_node(args.python, kit, steps, args.allow_cuda_mismatch)
         started = steps.begin(
             f"verify and reassemble {sum(len(f['parts']) for f in manifest['files'])} parts"
         )
@@ -195,18 +192,11 @@ def stack_main(args: argparse.Namespace, kit: Path, work: Path) -> int:
     steps = Steps(len(STEPS[: STEPS.index(args.until) + 1] if args.until else STEPS) + 1)
     t0 = time.monotonic()
     try:
-        started = steps.begin("the node's python and torch")
-        node = probe_node(args.python)
-        manifest = load_manifest(kit)
-        gpu = f"{node['devices']} GPU(s)" + (f": {node['gpu']}" if node["gpu"] else "")
-        print(f"      {node['tag']}, torch {node['torch']} (CUDA {node['torch_cuda']}), {gpu}; "
-              f"kit: DALI for CUDA {manifest['dali_cuda']}")  # fmt: skip
         # no --allow-cuda-mismatch here: the env builder installs DALI of the torch's CUDA major
-        require_a_matching_kit(node, manifest, allow_cuda_mismatch=False)
+        node, manifest = probe_node(args.python, kit, steps, allow_cuda_mismatch=False)
         if not node["cuda_available"]:
             ops = "CUDA ops compiled all the same (--cuda-ops)" if args.cuda_ops else "CPU ops"
             print(f"GPU half skipped: torch sees no CUDA device ({ops}, CPU loaders, the GPU tests skip)")
-        steps.end("probe", started)
         summary = run_stack(args, kit, work, node, manifest, steps)
     except CheckError as exc:
         print(f"gpu_check --stack FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)

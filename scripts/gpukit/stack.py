@@ -36,7 +36,8 @@ from .parts import reassemble, sha256, unpack
 from .steps import CheckError, Stopwatch
 
 STEPS = ("parts", "mmcv", "env", "check", "data", "tests", "train_dali", "train_torch", "evaluate", "bench")
-QUICK_DATA = ["--scenes", "4", "--samples-per-scene", "4"]  # 3 training scenes: the 8 streams of accv
+# --quick: 4 scenes (3 training scenes: the 8 streams of the ACCV-like batch) of 4 key frames
+QUICK_DATA = ["--scenes", "4", "--samples-per-scene", "4"]
 TAIL = 3000  # characters of a failed step's output kept in stack-run.json
 
 

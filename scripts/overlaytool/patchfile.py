@@ -37,12 +37,11 @@ HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 @dataclass
 class Hunk:
-    """One hunk: its header and the lines it expects (old) and writes (new)."""
+    """One hunk: its header, the lines it expects (old), and the lines it removes and adds."""
 
     header: str
     old_start: int
     old_lines: list[str] = field(default_factory=list)
-    new_lines: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # the `-` lines alone
     added: list[str] = field(default_factory=list)  # the `+` lines alone
 
@@ -132,8 +131,6 @@ def parse_patch(path: Path) -> Patch:
         elif hunk is not None and line[:1] in (" ", "-", "+"):
             if line[:1] in (" ", "-"):
                 hunk.old_lines.append(line[1:])
-            if line[:1] in (" ", "+"):
-                hunk.new_lines.append(line[1:])
             if line[:1] != " ":
                 (hunk.removed if line[:1] == "-" else hunk.added).append(line[1:])
         elif line == "-- ":

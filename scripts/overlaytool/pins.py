@@ -12,6 +12,7 @@ from . import OverlayError
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 URL_RE = re.compile(r"^(https?|ssh|git|file)://[^\s]+$|^[\w.-]+@[\w.-]+:[^\s]+$")
 REQUIRED = ("name", "url", "commit", "checkout")
+OPTIONAL = ("tag", "date", "source")
 
 
 @dataclass(frozen=True)
@@ -66,16 +67,7 @@ def load_pin(path: Path) -> Pin:
     checkout = data["checkout"]
     if "\0" in checkout or Path(checkout).is_absolute() or ".." in Path(checkout).parts:
         raise OverlayError(f"{path}: key 'checkout' must be a path inside the repository, got {checkout!r}")
-    return Pin(
-        file=path,
-        name=data["name"],
-        url=data["url"],
-        commit=data["commit"],
-        checkout=checkout,
-        tag=data.get("tag"),
-        date=data.get("date"),
-        source=data.get("source"),
-    )
+    return Pin(file=path, **{key: data.get(key) for key in (*REQUIRED, *OPTIONAL)})
 
 
 SOURCE_COMMENT = "# where the commit above lives (it is not on url)"

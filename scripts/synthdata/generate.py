@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from . import render
-from .catalog import CAMERAS
+from .catalog import CAMERAS, MINI_SCENES
 from .infos import write_infos
-from .layout import build_scene, scene_plan
+from .layout import build_scene
 from .tables import Names, build_tables, write_lidar, write_maps, write_tables
 from .world import Scene
 
@@ -25,10 +25,8 @@ def _visibility_token(frac: float) -> str:
 
 def make_scenes(scenes: int, samples_per_scene: int, seed: int) -> list[Scene]:
     """The in-memory world, with per-annotation visibility computed from the rendered occlusion."""
-    if samples_per_scene < 1:
-        raise ValueError(f"samples_per_scene must be >= 1, got {samples_per_scene}")
     out = []
-    for index, (name, split) in enumerate(scene_plan(scenes)):
+    for index, (name, split) in enumerate(MINI_SCENES[:scenes]):  # official v1.0-mini names, interleaved
         scene = build_scene(index, name, split, samples_per_scene, seed)
         for k, frame in enumerate(scene.frames):
             for ann, frac in zip(frame.anns, render.visible_fractions(scene, k, CAMERAS), strict=True):

@@ -106,40 +106,36 @@ def project(k: np.ndarray, pts_cam: np.ndarray) -> np.ndarray:
     return uvw[:, :2] / uvw[:, 2:3]
 
 
-def clip_polygon_near(poly_cam: np.ndarray, z_near: float = 0.05) -> np.ndarray:
-    """Sutherland-Hodgman clip of a 3D camera-frame polygon (N, 3) to z >= z_near."""
+def _clip(pts: list[np.ndarray], axis: int, bound: float, keep_less: bool, snap: bool) -> list[np.ndarray]:
+    """One Sutherland-Hodgman step: the polygon `pts` clipped to `pts[axis] <= bound` (`keep_less`)
+    or `>= bound`; `snap` puts the cut points exactly on the bound."""
     out: list[np.ndarray] = []
-    n = len(poly_cam)
-    for i in range(n):
-        a, b = poly_cam[i], poly_cam[(i + 1) % n]
-        a_in, b_in = a[2] >= z_near, b[2] >= z_near
+    for i in range(len(pts)):
+        a, b = pts[i], pts[(i + 1) % len(pts)]
+        a_in = a[axis] <= bound if keep_less else a[axis] >= bound
+        b_in = b[axis] <= bound if keep_less else b[axis] >= bound
         if a_in:
             out.append(a)
         if a_in != b_in:
-            t = (z_near - a[2]) / (b[2] - a[2])
-            out.append(a + t * (b - a))
-    return np.array(out).reshape(-1, 3)
+            t = (bound - a[axis]) / (b[axis] - a[axis])
+            cut = a + t * (b - a)
+            if snap:
+                cut[axis] = bound
+            out.append(cut)
+    return out
+
+
+def clip_polygon_near(poly_cam: np.ndarray, z_near: float = 0.05) -> np.ndarray:
+    """Sutherland-Hodgman clip of a 3D camera-frame polygon (N, 3) to z >= z_near."""
+    return np.array(_clip(list(poly_cam), 2, z_near, keep_less=False, snap=False)).reshape(-1, 3)
 
 
 def clip_polygon_rect(poly: np.ndarray, w: float, h: float) -> np.ndarray:
-    """Sutherland-Hodgman clip of a 2D polygon (N, 2) to the rectangle [0, w] x [0, h]."""
+    """Sutherland-Hodgman clip of a 2D polygon (N, 2) to the rectangle [0, w] x [0, h]; the cut
+    points lie exactly on its edges, like shapely's intersection with the canvas."""
     pts = [np.asarray(p, dtype=np.float64) for p in poly]
     for axis, bound, keep_less in ((0, 0.0, False), (0, w, True), (1, 0.0, False), (1, h, True)):
-        if not pts:
-            break
-        res: list[np.ndarray] = []
-        for i in range(len(pts)):
-            a, b = pts[i], pts[(i + 1) % len(pts)]
-            a_in = a[axis] <= bound if keep_less else a[axis] >= bound
-            b_in = b[axis] <= bound if keep_less else b[axis] >= bound
-            if a_in:
-                res.append(a)
-            if a_in != b_in:
-                t = (bound - a[axis]) / (b[axis] - a[axis])
-                cut = a + t * (b - a)
-                cut[axis] = bound  # exact, like shapely's intersection with the canvas
-                res.append(cut)
-        pts = res
+        pts = _clip(pts, axis, bound, keep_less, snap=True)
     return np.array(pts).reshape(-1, 2)
 
 

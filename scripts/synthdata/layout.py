@@ -10,20 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import geometry as g
-from .catalog import CAMERAS, LIDAR, LOCATIONS, MINI_SCENES
+from .catalog import CAMERAS, LIDAR, LOCATIONS
 from .rig import CAM_OFFSETS_US, calibrations, ego_pose
 from .traffic import object_specs, spec_box
 from .world import KEYFRAME_DT, Ann, Calib, Frame, Instance, Path, Scene
 
 SCENE_GAP_US = 3_600_000_000  # scenes start one hour apart: disjoint, increasing time ranges
 T0_US = 1_531_881_600_000_000  # 2018-07-18 04:00 UTC
-
-
-def scene_plan(scenes: int) -> list[tuple[str, str]]:
-    """(name, split) of each generated scene: the official v1.0-mini scenes, in an interleaved order."""
-    if not 1 <= scenes <= len(MINI_SCENES):
-        raise ValueError(f"scenes must be in 1..{len(MINI_SCENES)} (the v1.0-mini scene names), got {scenes}")
-    return list(MINI_SCENES[:scenes])
 
 
 def _degenerate(ann: Ann, frame: Frame, calibs: dict[str, Calib]) -> bool:

@@ -162,9 +162,11 @@ def build_tables(scenes: list[Scene], names: Names) -> dict[str, list[dict]]:
                         "next": nxt,
                     }
                 )
+        links = {}  # (key frame, instance) -> its annotation's (prev, next)
         for i, inst in enumerate(scene.instances):
             ks = [k for k in range(n) if any(a.instance == i for a in scene.frames[k].anns)]
             ann_toks = [names.ann(scene, k, i) for k in ks]
+            links.update({(k, i): chain for k, chain in zip(ks, _chain(ann_toks), strict=True)})
             t["instance"].append(
                 {
                     "token": names.token("instance", scene.index, i),
@@ -174,11 +176,6 @@ def build_tables(scenes: list[Scene], names: Names) -> dict[str, list[dict]]:
                     "last_annotation_token": ann_toks[-1],
                 }
             )
-        links = {}
-        for i in range(len(scene.instances)):
-            ks = [k for k in range(n) if any(a.instance == i for a in scene.frames[k].anns)]
-            for (prev, nxt), k in zip(_chain([names.ann(scene, k, i) for k in ks]), ks, strict=True):
-                links[(k, i)] = (prev, nxt)
         for k, frame in enumerate(scene.frames):
             for a in frame.anns:
                 prev, nxt = links[(k, a.instance)]

@@ -9,7 +9,6 @@ no loader runs while timing. ``python -m loaderbench.analysis.cachedbound '<json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sweep.cases import build_torch, enter_checkout
-from ..sweep.runcase import RESULT_TAG
+from ..sweep.runcase import answer
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -59,10 +58,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             "iter_times_s": times, "iter_s": statistics.median(times)}  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    print(RESULT_TAG + json.dumps(run(json.loads((argv or sys.argv[1:])[0]))), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(answer(run))

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..results.figures import percentile
 from ..sweep.cases import ROOT
-from ..sweep.runcase import RESULT_TAG
+from ..sweep.spawn import run_json
 
 STALL_CONFIG = "small"  # upstream_run.train's name for the CPU smoke config at 128x352
 STALL_CONFIG_PATH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"
@@ -132,16 +132,8 @@ def run_stall(data_root: Path, iters: int, out: Path, bound_iters: int = 8) -> d
         except FileNotFoundError:
             missing[f"train_{loader}"] = f"exit {code}, no log"
     spec = {"data_root": str(data_root), "config": STALL_CONFIG_PATH, "batches": 2, "iters": bound_iters}
-    proc = subprocess.run(
-        [sys.executable, "-m", "loaderbench.analysis.cachedbound", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-    )
-    bound = next(
-        (json.loads(ln[len(RESULT_TAG) :]) for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)),
-        None,
-    )
-    bound_s = bound["iter_s"] if bound else None
+    bound = run_json("loaderbench.analysis.cachedbound", spec)
+    bound_s = bound.get("iter_s")
     loaders = analyse(logs, bound_s)
     dali = loaders.get("train_dali")
     return {
@@ -149,7 +141,7 @@ def run_stall(data_root: Path, iters: int, out: Path, bound_iters: int = 8) -> d
         "iters": iters,
         "target_share": STALL_TARGET,
         "target_met": None if dali is None else dali["data_share"] <= STALL_TARGET,
-        "bound": bound or {"error": proc.stderr[-300:]},
+        "bound": bound,
         "bound_s": bound_s,
         "loaders": loaders,
         "missing": missing,

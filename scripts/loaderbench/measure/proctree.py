@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import psutil
 
@@ -68,7 +69,33 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return info.rss / 2**20, info.pss / 2**20
 
 
-class PeakMemory:
+class _Sampler:
+    """Calls :meth:`sample` on entry, every ``interval_s`` in a daemon thread, and on exit."""
+
+    def __init__(self, name: str, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def __enter__(self) -> Self:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
+class PeakMemory(_Sampler):
     """Background sampler of the tree's summed RSS and PSS; ``peak_rss_mb`` / ``peak_pss_mb``.
 
     Sampling is not free: reading ``smaps_rollup`` makes the kernel walk a process's page tables
@@ -77,14 +104,12 @@ class PeakMemory:
     seconds so far) is what a stopwatch must leave out: ``Stopwatch(exclude=mem.own_cpu)``."""
 
     def __init__(self, root: int | None = None, interval_s: float = 0.1) -> None:
+        super().__init__("peak-memory", interval_s)
         self.root = os.getpid() if root is None else root
-        self.interval_s = interval_s
         self.peak_rss_mb = 0.0
         self.peak_pss_mb = 0.0
         self.max_processes = 0
         self.own_cpu_s = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
     def sample(self) -> None:
         t0 = time.thread_time()  # user + system time of the calling thread
@@ -102,20 +127,6 @@ class PeakMemory:
     def own_cpu(self) -> float:
         """CPU seconds the sampling has taken so far."""
         return self.own_cpu_s
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-
-    def __enter__(self) -> PeakMemory:
-        self.sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
 
 
 @dataclass(frozen=True)
@@ -141,33 +152,24 @@ class Stopwatch:
         self.span = Span(wall, cpu)
 
 
-class PeakGpuMemory:
+class PeakGpuMemory(_Sampler):
     """Peak device memory in use (``cudaMemGetInfo``) above what was in use on entry, sampled in a
     thread: DALI's pools, nvJPEG's buffers and the batches torch holds, on ``device``."""
 
     def __init__(self, device: int, interval_s: float = 0.05) -> None:
         import torch
 
+        super().__init__("peak-gpu-memory", interval_s)
         self._info = lambda: torch.cuda.mem_get_info(device)
-        self.interval_s = interval_s
         self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="peak-gpu-memory", daemon=True)
 
     def _used_mb(self) -> float:
         free, total = self._info()
         return (total - free) / 2**20
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
-
-    def __enter__(self) -> PeakGpuMemory:
-        self._base = self._used_mb()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self) -> None:
         self.peak_mb = max(self.peak_mb, self._used_mb() - self._base)
+
+    def __enter__(self) -> Self:
+        self._base = self._used_mb()
+        return super().__enter__()

@@ -81,44 +81,34 @@ def chart(cases: list[dict[str, Any]], floors: list[dict[str, Any]], path: Path,
     colours = {"torch": "#d9822b", "dali": "#2b7bd9"}
     for row, prof in zip(axes[: len(profiles)], profiles, strict=True):
         mine = [c for c in cases if "summary" in c and c["case"]["profile"] == prof]
-        names = [c["case"]["name"].split("/", 1)[1] for c in mine]
-        x = range(len(mine))
-        hand = [c for c in mine if c["summary"].get("handover_ms") is not None]
-        ax = row[2]
-        ax.bar(
-            range(len(hand)), [c["summary"]["handover_ms"] for c in hand],
-            yerr=[[c["summary"]["handover_ms"] - c["summary"]["handover_ms_min"] for c in hand],
-                  [c["summary"]["handover_ms_max"] - c["summary"]["handover_ms"] for c in hand]],
-            color=[colours[c["case"]["loader"]] for c in hand], capsize=3,
-        )  # fmt: skip
-        ax.set_yscale("log")
-        ax.set_xticks(
-            range(len(hand)), [c["case"]["name"].split("/", 1)[1] for c in hand], rotation=20, fontsize=8
-        )
-        ax.set_ylabel("ms (log scale)")
-        ax.set_title(f"{prof}: training-thread next() after a model step", fontsize=10)
-        for ax, key, label in (
-            (row[0], "ms_per_batch", "ms per batch"),
-            (row[1], "cpu_s_per_batch", "CPU s per batch (process tree)"),
+        for ax, key, label, what in (
+            (row[0], "ms_per_batch", "ms per batch", "ms per batch"),
+            (row[1], "cpu_s_per_batch", "CPU s per batch (process tree)", "CPU s per batch (process tree)"),
+            (row[2], "handover_ms", "ms (log scale)", "training-thread next() after a model step"),
         ):
-            vals = [c["summary"][key] for c in mine]
-            err = None
-            if key == "ms_per_batch":
+            shown = [c for c in mine if c["summary"].get(key) is not None]
+            vals = [c["summary"][key] for c in shown]
+            err = None  # min-max whiskers where the summary has them
+            if key != "cpu_s_per_batch":
                 err = [
-                    [v - c["summary"]["ms_per_batch_min"] for v, c in zip(vals, mine, strict=True)],
-                    [c["summary"]["ms_per_batch_max"] - v for v, c in zip(vals, mine, strict=True)],
+                    [v - c["summary"][f"{key}_min"] for v, c in zip(vals, shown, strict=True)],
+                    [c["summary"][f"{key}_max"] - v for v, c in zip(vals, shown, strict=True)],
                 ]
-            ax.bar(x, vals, yerr=err, color=[colours[c["case"]["loader"]] for c in mine], capsize=3)
-            for f in (f for f in floors if f["profile"] == prof):
+            colour = [colours[c["case"]["loader"]] for c in shown]
+            ax.bar(range(len(shown)), vals, yerr=err, color=colour, capsize=3)
+            if key == "handover_ms":
+                ax.set_yscale("log")
+            for f in (f for f in floors if f["profile"] == prof and key in f):
                 style = "--" if f["mode"] == "roi" else ":"
                 colour = "#444444" if f["threads"] == 1 else "#2ca02c"
                 ax.axhline(
                     f[key], linestyle=style, color=colour, linewidth=1,
                     label=f"decode floor {f['mode']}, {f['threads']} thr",
                 )  # fmt: skip
-            ax.set_xticks(list(x), names, rotation=20, fontsize=8)
+            names = [c["case"]["name"].split("/", 1)[1] for c in shown]
+            ax.set_xticks(range(len(shown)), names, rotation=20, fontsize=8)
             ax.set_ylabel(label)
-            ax.set_title(f"{prof}: {label}", fontsize=10)
+            ax.set_title(f"{prof}: {what}", fontsize=10)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
     if title:

@@ -9,7 +9,6 @@ memory, and are fed to a pipeline that only decodes: ``decoders.image`` (full 16
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from itertools import cycle
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..measure.proctree import Stopwatch
 from .cases import enter_checkout, load_config
-from .runcase import RESULT_TAG
+from .runcase import answer
 
 
 def encoded_batches(cfg: Any, data_root: Path, count: int) -> list[tuple[list[np.ndarray], ...]]:
@@ -105,10 +104,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    print(RESULT_TAG + json.dumps(run(json.loads((argv or sys.argv[1:])[0]))), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(answer(run))

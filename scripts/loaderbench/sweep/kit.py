@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,7 +24,7 @@ from typing import Any
 from ..measure.proctree import PeakGpuMemory, PeakMemory
 from ..results import figures, outputs
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
-from .runcase import RESULT_TAG, handover, measure
+from .runcase import answer, handover, measure
 from .spawn import batches_for, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
@@ -110,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out") / "gpu-check", help="output folder")
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0].startswith("{"):  # one configuration, in a child process (run_json)
-        print(RESULT_TAG + json.dumps(run_case(json.loads(argv[0]))), flush=True)
-        return 0
+        return answer(run_case, argv)
     args = ap.parse_args(argv)
     if args.data_root is None:
         from synthdata import ensure_dataset

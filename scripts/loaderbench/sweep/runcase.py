@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +96,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    spec = json.loads((argv or sys.argv[1:])[0])
-    print(RESULT_TAG + json.dumps(run(spec)), flush=True)
+def answer(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str] | None = None) -> int:
+    """A child's side of :func:`.spawn.run_json`: its spec (JSON, the first argument) in, ``run``'s
+    result out as one ``RESULT`` line."""
+    print(RESULT_TAG + json.dumps(run(json.loads((argv or sys.argv[1:])[0]))), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(answer(run))

@@ -167,12 +167,4 @@ def refuse_overlaps(target: Target, targets: list[Target], repo: Path, commit: s
     """Raise naming the overlapping paths and the choices, before anything is written."""
     found = overlaps(target, targets, repo, commit)
     if found:
-        raise OverlapError(overlap_message(target, commit, found), found)
-
-
-class OverlapError(OverlayError):
-    """The target commit's tree overlaps another target's checkout or the overlay."""
-
-    def __init__(self, message: str, found: list[dict]) -> None:
-        super().__init__(message)
-        self.found = found
+        raise OverlayError(overlap_message(target, commit, found))

@@ -42,11 +42,9 @@ class Replayed:
     settled: list[str] = field(default_factory=list)  # the evidence of each conflict settled without a stop
 
 
-def renames(checkout: Path, old: str, new: str) -> dict[str, str]:
+def renames(checkout: Path, old: str, new: str, threshold: int = RENAME_THRESHOLD) -> dict[str, str]:
     """Files upstream moved between `old` and `new`, old path → new path (git's rename detection)."""
-    out = git(
-        "diff", f"-M{RENAME_THRESHOLD}%", "--name-status", "-z", "--diff-filter=R", old, new, cwd=checkout
-    )
+    out = git("diff", f"-M{threshold}%", "--name-status", "-z", "--diff-filter=R", old, new, cwd=checkout)
     fields = [f for f in out.stdout.split("\0") if f]
     return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)}
 

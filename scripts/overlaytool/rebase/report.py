@@ -14,7 +14,7 @@ from ..gitcmd import git
 from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
 from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, suggested_moves
-from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, unmerged
+from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, renames, unmerged
 from .settle import SETTLED, own_words
 from .state import FORMAT, RebaseState, Stop
 
@@ -134,9 +134,8 @@ def rename_candidates(checkout: Path, old: str, new: str, rel: str, limit: int =
 
     The best match of git's rename detection at any similarity, then files of the same name,
     each scored by git against the old file."""
-    out = git("diff", "-M1%", "--name-status", "-z", "--diff-filter=R", old, new, cwd=checkout).stdout
-    fields = [f for f in out.split("\0") if f]
-    paths = [fields[i + 2] for i in range(0, len(fields) - 2, 3) if fields[i + 1] == rel]
+    moved = renames(checkout, old, new, threshold=1)
+    paths = [moved[rel]] if rel in moved else []
     listing = git("ls-tree", "-r", "--name-only", "-z", new, cwd=checkout).stdout.split("\0")
     paths += [p for p in listing if p and Path(p).name == Path(rel).name and p != rel]
     scored = []
@@ -342,9 +341,7 @@ def write_report(
             *reference_lines(state.unchecked),
         ]
     for d in details:
-        title = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}.get(
-            d["kind"], "Conflict in"
-        )
+        title = SECTION.get(d["kind"], "Conflict in")
         lines += ["", f"## {title} `{d['file']}` ({stop.patch})", ""]
         if d["was"]:
             lines += [f"Moved by upstream: {', '.join(d['was'])} → {d['file']}", ""]
