@@ -77,4 +77,14 @@ def install_command(python: Path | str, *args: object) -> list[str]:
     # installed file change the cache and every env linked to it): tests/interpreter/test_installer.py
     uv_pip = [uv, "pip", "install", "--python", str(python), "--index-strategy", "unsafe-best-match"]
     uv_pip += ["--link-mode", "copy"]
-    return [*uv_pip, *uv_options(pip_settings()), *map(str, args)]
+    return [*_own_temp(uv), *uv_pip, *uv_options(pip_settings()), *map(str, args)]
+
+
+def _own_temp(uv: str) -> list[str]:
+    """``env TMPDIR=<uv's cache>/tmp``: uv takes a lock file in the temp folder for each setuptools
+    build and never removes it (``uv-setuptools-<digest>.lock``, astral-sh/uv#11358); in its own cache
+    it is uv's, not litter in the system's temp folder."""
+    cache = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()
+    temp = Path(cache) / "tmp"
+    temp.mkdir(parents=True, exist_ok=True)
+    return ["env", f"TMPDIR={temp}"]

@@ -60,7 +60,7 @@ def test_a_wheel_reachable_only_through_pips_variables_installs_with_uv(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
     python = env / "bin" / "python"
     command = install_command(python, "tinypkg==1.0")
-    assert Path(command[0]).name == "uv"
+    assert command[0] == "env" and Path(command[2]).name == "uv"
     subprocess.run(command, check=True, capture_output=True)
     shown = subprocess.run(
         [python, "-c", "import tinypkg; print(tinypkg.VALUE)"], capture_output=True, text=True
@@ -96,6 +96,30 @@ def test_every_index_pip_reads_offers_its_versions_as_with_pip(
     )
     assert done.returncode == 0, done.stderr
     assert next(env.glob("lib/python*/site-packages/tinypkg-1.0.dist-info")).is_dir()
+
+
+def test_a_setuptools_build_leaves_nothing_in_the_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv's lock for a setuptools build (``uv-setuptools-<digest>.lock``, never removed) goes into uv's
+    cache, not into the temp folder of the process that builds the env (fails without its own TMPDIR)."""
+    source = tmp_path / "tinysetup"
+    source.mkdir()
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "tinysetup"\nversion = "1.0"\n'
+    )
+    (source / "tinysetup.py").write_text("VALUE = 1\n")
+    temp, cache = tmp_path / "temp", tmp_path / "uv-cache"
+    temp.mkdir()
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
+    subprocess.run(install_command(env / "bin" / "python", "--no-deps", source), check=True)
+    assert subprocess.run([env / "bin" / "python", "-c", "import tinysetup"]).returncode == 0
+    assert list(temp.iterdir()) == []
+    assert list((cache / "tmp").glob("uv-setuptools-*.lock"))
 
 
 def test_without_uv_the_command_is_pips(monkeypatch: pytest.MonkeyPatch) -> None:
