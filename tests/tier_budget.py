@@ -107,12 +107,6 @@ def record(path: Path, run: str, entry: dict) -> None:
     replace_file(path, json.dumps({"runs": runs}, indent=1, sort_keys=True) + "\n")
 
 
-def test_id(nodeid: str) -> str:
-    """The test's node id without the ``@group`` suffix pytest-xdist's ``--dist loadgroup`` gives it."""
-    head, sep, group = nodeid.rpartition("@")
-    return head if sep and "]" not in group and "::" not in group else nodeid
-
-
 class StackBudget:
     """The pytest plugin: measures every test, fails a run whose budgeted tests go over, records.
 
@@ -151,7 +145,7 @@ class StackBudget:
             report.user_properties.append(("cpu_s", round(cpu_seconds() - cpu, 2)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        nodeid = test_id(report.nodeid)
+        nodeid = report.nodeid
         entry = self.tests.setdefault(nodeid, {})
         properties = dict(report.user_properties)
         if properties.get("budgeted"):
