@@ -284,8 +284,8 @@ def proofs(session: nox.Session) -> None:
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof
     timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     with upstream_env_claim(session) as python:
-        pytest = [python, "-m", "pytest", "-m", "stack and proof"]
-        session.run(*pytest, *(session.posargs or WORKERS), external=True, success_codes=codes, env=timings)
+        pytest = [python, "-m", "pytest", "-m", "stack and proof"]  # one process: 4-rank runs, the kit in RAM
+        session.run(*pytest, *session.posargs, external=True, success_codes=codes, env=timings)
 
 
 @nox.session
