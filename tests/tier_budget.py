@@ -124,10 +124,10 @@ class StackBudget:
         self.began: dict[str, tuple[float, float]] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:  # after the -m deselection
-        for item in session.items:
-            if budgeted(item):
-                item.user_properties.append(("budgeted", True))
-        problem = tier_problem(sorted(i.nodeid for i in session.items if budgeted(i)), self.budget)
+        held = [item for item in session.items if budgeted(item)]
+        for item in held:
+            item.user_properties.append(("budgeted", True))  # on its reports: xdist's controller reads it
+        problem = tier_problem(sorted(item.nodeid for item in held), self.budget)
         if problem:
             raise pytest.UsageError(problem)
 
@@ -145,11 +145,10 @@ class StackBudget:
             report.user_properties.append(("cpu_s", round(cpu_seconds() - cpu, 2)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        nodeid = report.nodeid
-        entry = self.tests.setdefault(nodeid, {})
+        entry = self.tests.setdefault(report.nodeid, {})
         properties = dict(report.user_properties)
         if properties.get("budgeted"):
-            self.budgeted.add(nodeid)
+            self.budgeted.add(report.nodeid)
         entry.update({k: properties[k] for k in ("wall_s", "cpu_s") if k in properties})
         if report.failed:
             entry["outcome"] = "failed"
