@@ -53,8 +53,9 @@ OTHER_PYTHONS_TESTS = (
     "tests/synthdata",
 )
 # a run of the tiers (no selection given) spreads its tests over the cores with pytest-xdist, a file a
-# worker (its module's shared runs stay in one process); a selection runs in one process
-WORKERS = ("-n", str(min(len(os.sched_getaffinity(0)), 4)), "--dist", "loadfile")
+# worker (its module's shared runs stay in one process), the heaviest files first (tests/tier_budget.py);
+# a selection runs in one process
+WORKERS = ("-n", str(min(len(os.sched_getaffinity(0)), 4)), "--dist", "loadfile", "--no-loadscope-reorder")
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 

@@ -45,10 +45,20 @@ def _stack_missing() -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The stack tier's budget (``tier_budget.py``): every test measured, a budgeted stack test over
-    its budget fails the run; ``$STREAMPETR_DALI_TIMINGS`` (set by ``nox -s tests``) records the run."""
+    its budget fails the run; ``$STREAMPETR_DALI_TIMINGS`` (set by ``nox -s tests``) records the run.
+    In a pytest-xdist worker: ``OMP_NUM_THREADS`` (unless set) at the worker's share of the cores."""
     timings = os.environ.get(TIMINGS_ENV)
     plugin = StackBudget(read_budget(BUDGET_FILE), Path(timings) if timings else None)
     config.pluginmanager.register(plugin, "stack-budget")
+    workers = getattr(config, "workerinput", {}).get("workercount")
+    if workers:  # a pytest-xdist worker: torch's OpenMP threads in it and its runs share the cores
+        os.environ.setdefault("OMP_NUM_THREADS", str(worker_threads(workers)))
+
+
+def worker_threads(workers: int) -> int:
+    """OpenMP threads per xdist worker, as torchrun gives its ranks: its share of the cores. Two 2-thread
+    trainings on 2 cores spin-wait (82 CPU-s each for 2 iterations; 53 at one thread each)."""
+    return max(1, len(os.sched_getaffinity(0)) // workers)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

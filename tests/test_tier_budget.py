@@ -12,7 +12,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tier_budget import BUDGET_FILE, FAIL_FACTOR, Budget, over_budget, read_budget, record, tier_problem
+from tier_budget import (
+    BUDGET_FILE,
+    FAIL_FACTOR,
+    Budget,
+    heaviest_files_first,
+    over_budget,
+    read_budget,
+    record,
+    tier_problem,
+)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -45,6 +54,16 @@ def test_over_budget_names_the_test_and_the_ways_out() -> None:
     assert "mark it `proof`" in problems[0] and "tests/tier_budget.json" in problems[0]
     assert tier_problem(["a::slow", "a::x", "a::y", "a::z", "a::w"], budget) is None  # 90
     assert "add up to 110 CPU-s, more than the tier's 100" in tier_problem(["a::slow", *"uvwxyz"], budget)
+
+
+def test_the_workers_get_the_heaviest_files_first_each_file_whole() -> None:
+    """xdist hands out whole files in collection order; its own reorder (by test count) would put the
+    four-test files of multi-rank runs after the twenty-test files of cheap comparisons."""
+    budget = Budget(default_cpu_s=10, tier_cpu_s=1000, tests={"b.py::run": 300, "c.py::y": 40})
+    nodeids = ["a.py::1", "a.py::2", "a.py::3", "b.py::run", "b.py::check", "c.py::x", "c.py::y"]
+    assert heaviest_files_first(nodeids, budget) == [
+        "b.py::run", "b.py::check", "c.py::x", "c.py::y", "a.py::1", "a.py::2", "a.py::3",
+    ]  # fmt: skip
 
 
 CONFTEST = """

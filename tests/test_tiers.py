@@ -92,12 +92,15 @@ SKIPS = {
     "installable": 'import pytest\n\n@pytest.mark.skip(reason="needs a tool a project step installs")\n'
     "def test_installable():\n    pass\n",
     "gpu": "import pytest\n\n@pytest.mark.gpu\ndef test_on_the_gpu():\n    pass\n",
+    "threads": "import os, pathlib\n\ndef test_threads():\n"
+    "    pathlib.Path('threads.txt').write_text(os.environ.get('OMP_NUM_THREADS', 'unset'))\n",
 }
 
 
 def scratch_env() -> dict[str, str]:
-    """The environment of a scratch pytest run: it records no timings into the real run's file."""
-    return {k: v for k, v in os.environ.items() if k != TIMINGS_ENV}
+    """The environment of a scratch pytest run: it records no timings into the real run's file, and sets
+    its workers' threads itself (not this run's worker's)."""
+    return {k: v for k, v in os.environ.items() if k not in (TIMINGS_ENV, "OMP_NUM_THREADS")}
 
 
 def run_pytest(tmp_path: Path, ci: str | None, case: str, *args: str) -> subprocess.CompletedProcess:
@@ -140,6 +143,18 @@ def test_a_ci_run_accepts_the_gpu_tier_without_a_device(tmp_path: Path, workers:
     assert done.returncode == 0, done.stdout
     assert "not accepted" not in done.stdout
     assert re.search(r"^gpu +ran (0 .*skipped 1|1 .*skipped 0)$", done.stdout, re.M), done.stdout
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_each_xdist_worker_gets_its_share_of_the_cores_for_openmp(
+    tmp_path: Path, workers: tuple[str, ...]
+) -> None:
+    """Two workers' 2-thread trainings on 2 cores spin-wait: each worker's runs get cores // workers
+    OpenMP threads, as torchrun's ranks do; one process keeps torch's default (every core)."""
+    done = run_pytest(tmp_path, None, "threads", *workers)
+    assert done.returncode == 0, done.stdout
+    cores = len(os.sched_getaffinity(0))
+    assert (tmp_path / "threads.txt").read_text() == (str(max(1, cores // 2)) if workers else "unset")
 
 
 def test_a_stack_selection_collects_only_the_stack_files() -> None:

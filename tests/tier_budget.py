@@ -71,6 +71,17 @@ def budgeted(item: pytest.Item) -> bool:
     return "stack" in marks and not marks & {"gpu", "proof"}
 
 
+def heaviest_files_first(nodeids: list[str], budget: Budget) -> list[str]:
+    """``nodeids`` file by file, the files whose tests' budgets add up to most first, each file's tests in
+    their order: pytest-xdist (``--dist loadfile --no-loadscope-reorder``, as ``nox`` runs it) hands
+    whole files to its workers in that order, so a long file does not start last and leave a core idle."""
+    cost: dict[str, float] = {}
+    for nodeid in nodeids:
+        file = nodeid.split("::")[0]
+        cost[file] = cost.get(file, 0.0) + budget.of(nodeid)
+    return sorted(nodeids, key=lambda nodeid: -cost[nodeid.split("::")[0]])  # stable: files stay whole
+
+
 def over_budget(measured: dict[str, float], budget: Budget, factor: float = 1.0) -> list[str]:
     """One line per budgeted test (node id -> CPU seconds) over ``factor`` times its budget."""
     return [
@@ -122,6 +133,14 @@ class StackBudget:
         self.enforced = True
         self.start = (time.monotonic(), cpu_seconds())
         self.began: dict[str, tuple[float, float]] = {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if hasattr(config, "workerinput"):  # an xdist worker; each orders its collection the same
+            order = {
+                n: i for i, n in enumerate(heaviest_files_first([item.nodeid for item in items], self.budget))
+            }
+            items.sort(key=lambda item: order[item.nodeid])
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:  # after the -m deselection
         held = [item for item in session.items if budgeted(item)]
