@@ -59,9 +59,9 @@ def test_over_budget_names_the_test_and_the_ways_out() -> None:
 def test_the_workers_get_the_heaviest_files_first_each_file_whole() -> None:
     """xdist hands out whole files in collection order; its own reorder (by test count) would put the
     four-test files of multi-rank runs after the twenty-test files of cheap comparisons."""
-    budget = Budget(default_cpu_s=10, tier_cpu_s=1000, tests={"b.py::run": 300, "c.py::y": 40})
-    nodeids = ["a.py::1", "a.py::2", "a.py::3", "b.py::run", "b.py::check", "c.py::x", "c.py::y"]
-    assert heaviest_files_first(nodeids, budget) == [
+    weights = {"a.py::1": 20, "a.py::2": 20, "a.py::3": 20, "b.py::run": 300, "b.py::check": 20}
+    weights |= {"c.py::x": 20, "c.py::y": 50}
+    assert heaviest_files_first(weights) == [
         "b.py::run", "b.py::check", "c.py::x", "c.py::y", "a.py::1", "a.py::2", "a.py::3",
     ]  # fmt: skip
 

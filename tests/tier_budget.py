@@ -38,6 +38,7 @@ BUDGET_FILE = Path(__file__).with_name("tier_budget.json")
 # with which test of a module carries its shared runs
 FAIL_FACTOR = 2.0
 TIMINGS_ENV = "STREAMPETR_DALI_TIMINGS"
+SLOW_TEST_S = 60.0  # what a test marked `slow` outside the budget weighs when xdist's files are ordered
 
 
 def cpu_seconds() -> float:
@@ -71,15 +72,23 @@ def budgeted(item: pytest.Item) -> bool:
     return "stack" in marks and not marks & {"gpu", "proof"}
 
 
-def heaviest_files_first(nodeids: list[str], budget: Budget) -> list[str]:
-    """``nodeids`` file by file, the files whose tests' budgets add up to most first, each file's tests in
-    their order: pytest-xdist (``--dist loadfile --no-loadscope-reorder``, as ``nox`` runs it) hands
-    whole files to its workers in that order, so a long file does not start last and leave a core idle."""
+def heaviest_files_first(weights: dict[str, float]) -> list[str]:
+    """The node ids of ``weights`` (node id -> its estimated CPU seconds, in collection order) file by
+    file, the files whose tests weigh most first, each file's tests in their order: pytest-xdist
+    (``--dist loadfile --no-loadscope-reorder``, as ``nox`` runs it) hands whole files to its workers in
+    that order, so a long file does not start last and leave a core idle."""
     cost: dict[str, float] = {}
-    for nodeid in nodeids:
-        file = nodeid.split("::")[0]
-        cost[file] = cost.get(file, 0.0) + budget.of(nodeid)
-    return sorted(nodeids, key=lambda nodeid: -cost[nodeid.split("::")[0]])  # stable: files stay whole
+    for nodeid, seconds in weights.items():
+        cost[nodeid.split("::")[0]] = cost.get(nodeid.split("::")[0], 0.0) + seconds
+    return sorted(weights, key=lambda nodeid: -cost[nodeid.split("::")[0]])  # stable: files stay whole
+
+
+def weight(item: pytest.Item, budget: Budget) -> float:
+    """A test's estimated CPU seconds: a budgeted stack test's budget; else a second, a minute if marked
+    ``slow`` (the hermetic tier's env builds and offline installs)."""
+    if budgeted(item):
+        return budget.of(item.nodeid)
+    return SLOW_TEST_S if item.get_closest_marker("slow") else 1.0
 
 
 def over_budget(measured: dict[str, float], budget: Budget, factor: float = 1.0) -> list[str]:
@@ -137,10 +146,9 @@ class StackBudget:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         if hasattr(config, "workerinput"):  # an xdist worker; each orders its collection the same
-            order = {
-                n: i for i, n in enumerate(heaviest_files_first([item.nodeid for item in items], self.budget))
-            }
-            items.sort(key=lambda item: order[item.nodeid])
+            order = heaviest_files_first({item.nodeid: weight(item, self.budget) for item in items})
+            rank = {nodeid: i for i, nodeid in enumerate(order)}
+            items.sort(key=lambda item: rank[item.nodeid])
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:  # after the -m deselection
         held = [item for item in session.items if budgeted(item)]
