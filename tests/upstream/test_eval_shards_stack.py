@@ -24,8 +24,10 @@ are made once per module.
 
 ``nox`` (CI) runs the focused part: the DALI test loader, scene shards at K = 3 (15 frames, 5 scenes: no
 multiple of 3), upstream's chunks at K = 2 (one cut, the fewest processes that show it), without
-``--validate``; the rest is marked ``proof`` and runs in ``nox -s proofs``: K = 2, 3, 4 and every test
-on both loaders (docs/tests.md gives both times).
+``--validate``; ``nox -s evaluate`` on K ranks against one process is test_workflow_stack.py's (3 ranks,
+two of them empty, on the checkpoint it trains); the rest is marked ``proof`` and runs in
+``nox -s proofs``: K = 2, 3, 4, the 2-scene ``nox -s evaluate`` and every test on both loaders
+(docs/tests.md gives both times).
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ def metrics(folder: Path) -> dict:
     return summary
 
 
-@pytest.mark.parametrize("loader", cases({("dali",)}, LOADERS))
+@pytest.mark.parametrize("loader", cases(set(), LOADERS))  # nox: test_workflow_stack.py's 1 and 3 ranks
 def test_evaluate_on_three_ranks_one_without_a_scene_gives_the_metrics_of_one_process(
     checkpoint: Path, shard_data: Path, tmp_path: Path, loader: str
 ) -> None:

@@ -4,7 +4,8 @@ One training run serves every test: upstream's `tools/dist_train.sh` with 2 CPU 
 the small DALI config, 1 iteration. `nox -s evaluate`'s runner then evaluates its checkpoint with
 tools/test.py (the CPU path patched in), in one process and in three gloo processes (two: a proof),
 picking the config train.py dumped beside the checkpoint, and must print finite mAP/NDS from
-nuscenes-devkit with a result for every val sample; the config is a DALI one, so tools/test.py reads
+nuscenes-devkit with a result for every val sample, the three ranks' results and metrics one
+process's; the config is a DALI one, so tools/test.py reads
 the frames through the DALI test loader, and `--loader torch` gives the same predictions (3 ranks: the
 val scene on one). Each evaluation runs once and every test that needs it reads it (``evaluations``).
 A `tools/dist_test.sh` whose ranks are SIGKILLed leaves no process behind.
@@ -110,11 +111,39 @@ def test_evaluate_prints_finite_map_and_nds_for_a_fresh_checkpoint(
     assert math.isclose(summary["nd_score"], scores["NDS"], abs_tol=5e-5 + 1e-15)
 
 
+def test_three_ranks_two_of_them_without_a_frame_give_the_results_and_metrics_of_one_process(
+    evaluations, synthetic_dataset: Path
+) -> None:
+    """K-rank evaluation equals one process's: scene shards put the one val scene on one of 3 gloo ranks
+    (the ranks ``scene_shards`` names; rank 0, which gathers, among the empty ones), and the gathered
+    results, the metrics and the printed NDS are one process's, bit for bit. (The same on a 2-scene set,
+    the middle rank empty, on both loaders: ``nox -s proofs``, test_eval_shards_stack.py.)"""
+    from dali_streampetr.sampling.eval_shards import scene_shards
+
+    one, _, one_out = evaluations("dali-1")
+    three, _, three_out = evaluations("dali-3")
+    with open(synthetic_dataset / "nuscenes2d_temporal_infos_val.pkl", "rb") as f:
+        infos = sorted(pickle.load(f)["infos"], key=lambda i: i["timestamp"])
+    shards = scene_shards([info["scene_token"] for info in infos], 3)
+    assert "3 processes, scenes sharding" in three
+    assert [len(s) for s in shards][0] == 0 and sorted(len(s) for s in shards) == [0, 0, len(infos)]
+    for rank, shard in enumerate(shards):
+        assert f"rank {rank} of 3 (test_sharding=scenes): {len(shard)} of {len(infos)} frames" in three
+    for name in ("results_nusc.json", "metrics_summary.json"):
+        ours, theirs = (json.loads((out / "pts_bbox" / name).read_text()) for out in (three_out, one_out))
+        for summary in (ours, theirs):
+            summary.pop("eval_time", None)
+        assert ours == theirs, name
+    assert re.findall(r"^NDS: (\S+)$", three, re.MULTILINE) == re.findall(r"^NDS: (\S+)$", one, re.MULTILINE)
+
+
 def evaluate(checkpoint: Path, data: Path, out: Path, *args: str) -> tuple[str, str]:
-    """`python -m upstream_run evaluate`: its stdout, and stdout + stderr."""
+    """`python -m upstream_run evaluate`: its stdout, and stdout + stderr. One OpenMP thread per process,
+    as torchrun sets it for several, also for one: the same kernels, so one process's predictions are
+    comparable bit for bit with K ranks'."""
     cmd = [sys.executable, "-m", "upstream_run", "evaluate", str(checkpoint), "--data-root", str(data)]
     cmd += ["--out", str(out), "--python", sys.executable, *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT / "scripts")}
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     return proc.stdout, proc.stdout + proc.stderr
