@@ -29,6 +29,11 @@ ITER_RUNNER, EPOCH_RUNNER = "IterBasedRunner", "EpochBasedRunner"
 
 IMAGE_PATHS = ("exact", "fast")  # LoaderConfig.image_path: the resampling of pipeline/graph.py
 
+IDA_KEYS = ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
+"""The :class:`AugConfig` fields of ``ida_aug_conf`` (ResizeCropFlipRotImage's ``data_aug_conf``)."""
+GRST_KEYS = ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
+"""The :class:`AugConfig` fields that are GlobalRotScaleTransImage's parameters."""
+
 # LoaderConfig / AugConfig field -> the key a user writes in the StreamPETR config.
 KEY_OF = {
     "mean": "img_norm_cfg.mean",
@@ -39,14 +44,8 @@ KEY_OF = {
     "class_names": "class_names",
     "samples_per_gpu": "data.samples_per_gpu",
     "seq_split_num": "data.train.seq_split_num",
-    **{
-        k: f"ida_aug_conf.{k}"
-        for k in ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
-    },
-    **{
-        k: f"train_pipeline GlobalRotScaleTransImage.{k}"
-        for k in ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
-    },
+    **{k: f"ida_aug_conf.{k}" for k in IDA_KEYS},
+    **{k: f"train_pipeline GlobalRotScaleTransImage.{k}" for k in GRST_KEYS},
     "min_size": "min_size",
 }
 
@@ -318,9 +317,3 @@ class LoaderConfig:
 
 DALI_KNOBS = tuple(f.name for f in fields(LoaderConfig) if f.metadata.get(KNOB))
 """The ``data_loading_config`` keys: the fields of :class:`LoaderConfig` made with :func:`knob`."""
-
-
-IDA_KEYS = ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
-"""The :class:`AugConfig` fields of ``ida_aug_conf`` (ResizeCropFlipRotImage's ``data_aug_conf``)."""
-GRST_KEYS = ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
-"""The :class:`AugConfig` fields that are GlobalRotScaleTransImage's parameters."""
