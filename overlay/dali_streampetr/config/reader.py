@@ -329,18 +329,11 @@ def _image(cfg: Any, split: Split, steps: Any) -> dict[str, Any]:
 
 def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> LoaderConfig:
     """The settings of ``split`` (``train``; ``test``: ``tools/test.py``; ``val``: the evaluation hook)
-    from ``cfg``: the image settings (``ida_aug_conf``, ``img_norm_cfg``, and for a test split the
-    test steps' own), ``point_cloud_range``, ``class_names``, the batch size (``data.samples_per_gpu``;
-    a test split's own, 1 as ``tools/test.py``), the dataset keys of ``data.<split>`` and the
-    sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`; a test split's
-    sharding: ``data_loading_config.test_sharding``), its transform steps (``data.<split>.pipeline``,
-    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked,
-    :mod:`.transform_steps`), the split's files (``ann_file``, ``data_root``) and the
-    ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu`` and
-    ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the real
-    rank). ``overrides`` win over all of them.
-    Raises :class:`~..settings.ConfigValueError` (or its subclass
-    :class:`~..settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
+    from ``cfg``: the image settings, the batch size, the dataset keys and the sampling mode they,
+    the sampler and the runner select, the checked transform steps (:mod:`.transform_steps`), the
+    split's files and the ``data_loading_config`` block; ``overrides`` win over all of them.
+    Raises :class:`~..settings.ConfigValueError` (or :class:`~..settings.UnsupportedConfigError`)
+    naming the first key the loader cannot use."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     spec = SPLITS[split]

@@ -67,13 +67,9 @@ def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
 
 
 def to_eval_collated(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
-    """What upstream's test DataLoader yields: ``mmcv.parallel.collate`` of the batch's samples (as
-    upstream's test pipeline returns each: ``Collect3D``'s dict, each value a list of one
-    DataContainer, ``PETRFormatBundle3D``'s formats) with ``samples_per_gpu`` = their number (1 in
-    ``tools/test.py``), built
-    directly: the images are DALI's batch tensor as it is, not stacked again (collate's copy would
-    cost the evaluating thread a copy of every image). The equality with collate's own output is
-    checked against upstream's DataLoader (tests/equivalence/test_eval_split_stack.py)."""
+    """What upstream's test DataLoader yields (``mmcv.parallel.collate`` of the test pipeline's
+    samples), built directly: the images are DALI's batch tensor as it is, not copied by a stack
+    (checked against upstream's DataLoader in tests/equivalence/test_eval_split_stack.py)."""
     n = len(batch["img_metas"])
     metas = [eval_meta(batch, b) for b in range(n)]
     out = {

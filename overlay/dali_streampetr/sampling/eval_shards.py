@@ -76,11 +76,7 @@ def scene_shards(scene_ids: Sequence[Any] | np.ndarray, world_size: int) -> list
     moves to the nearest scene boundary (a tie: the earlier one), so ranks are contiguous runs of
     whole scenes in dataset order, every frame in exactly one rank, and a rank is empty where two
     cuts meet (K above the number of scenes, or a scene longer than N / K).
-
-    Balance: a cut moves at most half a scene, and the frames it moves belong to the scene of the
-    rank it grows, so a rank holds at most N / K frames plus half of its first and half of its last
-    scene: at most the ideal share plus one of its own scenes
-    (``tests/loader/sampling/test_eval_shards.py``)."""
+    A rank holds at most the ideal share plus one of its own scenes (a cut moves at most half a scene)."""
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
     starts = scene_starts(scene_ids)
@@ -107,11 +103,8 @@ def upstream_chunks(size: int, world_size: int) -> list[list[int]]:
 def frames_without_memory(
     scene_ids: Sequence[Any] | np.ndarray, shards: Sequence[Sequence[int]]
 ) -> list[int]:
-    """The frames whose kept result (the first, as the gather keeps it) a rank computes without the
-    memory one process has: the model resets where the scene id changes from the rank's previous
-    frame, so a frame has the right memory where it starts its scene after a frame of another scene
-    (or first on its rank), or follows its predecessor on the same rank, which had it. None with
-    scene shards; with upstream's chunks, the frames after each cut up to their scene's end."""
+    """The frames whose kept result (the first) a rank computes without the memory one process has:
+    none with scene shards; with upstream's chunks, the frames after each cut up to their scene's end."""
     ids = np.asarray(scene_ids)
     first = np.zeros(len(ids), dtype=bool)
     first[scene_starts(ids)[:-1]] = True
@@ -128,11 +121,9 @@ def frames_without_memory(
 
 
 def in_dataset_order(parts: Sequence[tuple[Sequence[int], Sequence[Any]]], size: int) -> list[Any]:
-    """The results of the ranks' ``parts`` (per rank, in rank order: the dataset index of each of its
-    results, and the results) in dataset order, one per frame ``0 .. size-1``. A frame a rank evaluated
-    twice (upstream's wrap-around) keeps its first result in rank order, as upstream's concatenate-and-cut
-    does. Raises ``ValueError`` naming the rank whose counts disagree or index is out of range, and the
-    frames no rank returned."""
+    """The ranks' ``parts`` (per rank: its results' dataset indices, and the results) in dataset order,
+    one per frame; a frame evaluated twice (upstream's wrap-around) keeps its first result. Raises
+    ``ValueError`` naming a rank whose counts disagree or index is out of range, or the missing frames."""
     ordered: list[Any] = [None] * size
     seen = np.zeros(size, dtype=bool)
     for rank, (indices, results) in enumerate(parts):
