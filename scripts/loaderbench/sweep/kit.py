@@ -1,13 +1,10 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
 ``python -m loaderbench.sweep.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
-the loader itself (:class:`dali_streampetr.DaliStreamLoader` from a plain
-:class:`~dali_streampetr.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
-256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
-has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
-configuration runs in its own process (``python -m loaderbench.sweep.kit '<json>'``) with the
-benchmark's own measurements (:mod:`.runcase`, :mod:`..measure.proctree`) plus the GPU memory it takes.
-Writes ``bench-gpu.json`` + ``bench-gpu.png`` and prints the table; exit 1 if a configuration failed.
+the loader itself (:class:`dali_streampetr.DaliStreamLoader`, no DataContainer wrap) for the r50 and
+ACCV-like profiles (:mod:`.cases`) at each thread count the machine has cores for, on the CPU and,
+where torch sees a GPU, with nvJPEG; each configuration in its own process, with :mod:`.runcase`'s
+measurements plus its GPU memory. Writes ``bench-gpu.json`` + ``.png``; exit 1 if one failed.
 """
 
 from __future__ import annotations
