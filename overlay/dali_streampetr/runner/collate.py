@@ -1,9 +1,6 @@
-"""The plain batch (:mod:`..batch_schema`) as mmcv's collated batch of each split, and the collate
-steps that note what a batch carried: :func:`to_collated`, the training DataLoader's batch
-(DataContainers, ``LiDARInstance3DBoxes``, ``img_metas``); :func:`to_eval_collated`, the test
-DataLoader's (the ``MultiScaleFlipAug3D`` list nesting); :class:`SlotLog`, what each training slot
-got, appended to a JSONL file (``data_loading_config.log_slots``); :class:`SkippedImages`, the test
-images served black. Imports mmcv/mmdet3d at module level, as the rest of :mod:`.` does."""
+"""The plain batch (:mod:`..batch_schema`) as mmcv's collated batch of each split
+(:func:`to_collated`, :func:`to_eval_collated`), and the collate steps that note what a batch
+carried: :class:`SlotLog` (``data_loading_config.log_slots``) and :class:`SkippedImages`."""
 
 from __future__ import annotations
 
@@ -54,9 +51,7 @@ def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
 
 
 def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
-    """Sample ``b``'s ``img_metas`` entry as ``Collect3D`` makes it in the test pipeline: the test
-    configs' ``meta_keys`` in their order, with ``flip`` (``MultiScaleFlipAug3D`` sets it) and the box
-    mode and type (the dataset's ``pre_pipeline``)."""
+    """Sample ``b``'s ``img_metas`` entry as the test pipeline's ``Collect3D`` makes it."""
     meta = {
         **batch["img_metas"][b][0],
         "flip": False,
