@@ -92,9 +92,8 @@ class DaliStreamLoader:
         return self
 
     def __len__(self) -> int:
-        """Like the original loader: streaming, the number of frames (the stream itself is infinite);
-        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch);
-        test mode, this rank's frames of one pass (its shard: upstream's ``num_samples``, or its scenes)."""
+        """As the original loader's: streaming, the number of frames (the stream is infinite); the
+        epoch-based modes, the batches of one epoch (test mode: this rank's frames of one pass)."""
         return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
     def __next__(self) -> Any:

@@ -131,10 +131,7 @@ def fitting_state(
     stored: Mapping[str, Any] | None, mine: Mapping[str, Any], *, iteration: int, checkpoint: str
 ) -> dict[str, Any]:
     """The state this rank resumes with: ``mine`` at ``iteration`` (the runner's), once this rank's
-    entry of ``stored`` (``checkpoint['meta'][META_KEY]``) passes :func:`check_state`.
-
-    Raises :class:`LoaderStateMismatch` naming the first differing field, both values and what to do.
-    """
+    entry of ``stored`` (``checkpoint['meta'][META_KEY]``) passes :func:`check_state` (else it raises)."""
     ranks = list((stored or {}).get("ranks") or [])
     way_out = (
         f"Or start a new data stream from these weights: --cfg-options load_from={checkpoint} "

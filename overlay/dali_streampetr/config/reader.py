@@ -284,10 +284,9 @@ MODE_KNOBS = ("test_sharding",)
 
 
 def _knobs(cfg: Any) -> tuple[dict[str, Any], str]:
-    """The ``data_loading_config`` block, read once: its :class:`LoaderConfig` keys, and the test
-    sharding (the key, else the default of a config that trains on DALI or not). An unknown key is
-    refused by name, and so is a bad ``test_sharding`` whatever the split (a training run stops before
-    it trains, not at its first evaluation)."""
+    """The ``data_loading_config`` block, read once: its :class:`LoaderConfig` keys and the test
+    sharding. An unknown key or a bad ``test_sharding`` is refused whatever the split (a training run
+    stops before it trains, not at its first evaluation)."""
     dlc = _get(cfg, "data_loading_config", {}) or {}
     unknown = set(dlc) - {*DALI_KNOBS, *MODE_KNOBS}
     if unknown:

@@ -102,9 +102,8 @@ ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundE
 
 def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> tuple[dict, dict, Path, dict]:
     """(columns, meta, path, key) of the info file's store, the columns mapped read-only; built first
-    when missing or bad. Raises what reading the info file raises (:class:`.info_schema.InfoSchemaError`),
-    :class:`StoreUnwritable` when the store folder cannot be written, :class:`.store_file.StoreUntrusted`
-    when another user could have written the folder or the store (see the module doc)."""
+    when missing or bad. Raises what reading the info file raises, :class:`StoreUnwritable` or
+    :class:`.store_file.StoreUntrusted`."""
     key = store_key(ann_file, class_names, trusted)
     path = store_path(store_folder(), key)
     try:
@@ -138,10 +137,8 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
 def load_frames(
     ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
 ) -> FrameStore:
-    """The info file's frames, sorted by timestamp (stable), as upstream does: a sequence of
-    :class:`.records.Frame`-like views of the node's frame store (the pickle is read, by the
-    restricted unpickler unless ``trusted_pickle``, and validated only when the store is built).
-    Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
+    """The info file's frames, sorted by timestamp (stable) as upstream does: views of the node's frame
+    store. Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
     ann_file = Path(ann_file).absolute()
     if not ann_file.is_file():
         raise FileNotFoundError(f"info pickle not found: {ann_file}")

@@ -50,10 +50,8 @@ def pipeline_device(device: str, device_id: int | None) -> int | None:
 
 
 def dali_queue_depth(prefetch_queue_depth: int) -> int:
-    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the loader's run-ahead
-    (:mod:`.watchdog`) holds one of the batches prepared ahead, DALI the others. The batches ahead
-    of the training thread, and their memory, stay what DALI's depth alone gave before the
-    run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
+    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the run-ahead (:mod:`.watchdog`)
+    holds one of the batches prepared ahead, DALI the others (at least one)."""
     return max(1, prefetch_queue_depth - 1)
 
 
