@@ -10,7 +10,6 @@ measurements plus its GPU memory. Writes ``bench-gpu.json`` + ``.png``; exit 1 i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -18,10 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..measure.proctree import PeakGpuMemory, PeakMemory
 from ..results import figures, outputs
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
-from .runcase import answer, handover, measure
+from .runcase import answer, measure_built
 from .spawn import batches_for, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
@@ -51,25 +49,13 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)
-    on_gpu = case.device == "gpu"
-    load0 = os.getloadavg()
-    with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
-        t0 = time.perf_counter()
-        loader = build_loader(
-            cfg, spec["data_root"], rank=0, world_size=1, seed=0, device_id=0 if on_gpu else None
-        )
-        build_s = time.perf_counter() - t0
-        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
-        if spec["handover_calls"] > 0:
-            result["step_s"] = spec["step_s"]
-            result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])
-        loader.close()
-    return {
-        "case": case.to_dict(), "samples_per_batch": cfg.samples_per_gpu, "batches": spec["batches"],
-        "repeats": spec["repeats"], "warmup": spec["warmup"], "build_s": build_s, **result,
-        "peak_rss_mb": mem.peak_rss_mb, "peak_pss_mb": mem.peak_pss_mb, "max_processes": mem.max_processes,
-        "gpu_mem_mb": gpu.peak_mb if gpu else None, "loadavg_before": load0, "loadavg_after": os.getloadavg(),
-    }  # fmt: skip
+    device_id = 0 if case.device == "gpu" else None
+
+    def build() -> tuple[Any, int]:
+        loader = build_loader(cfg, spec["data_root"], rank=0, world_size=1, seed=0, device_id=device_id)
+        return loader, cfg.samples_per_gpu
+
+    return measure_built(case, spec, build)
 
 
 def plan(threads: list[int], cores: int, gpu: bool) -> list[Case]:
