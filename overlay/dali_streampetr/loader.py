@@ -148,8 +148,6 @@ class DaliStreamLoader:
         inside ``pipe.run()``, which nothing ends: then it is left as it is."""
         pipe, watchdog = self._pipe, self._watchdog
         self._pipe = self._watchdog = None
-        if pipe is None:
-            return
         workers = worker_processes(pipe)
         for proc in workers:
             if proc.exitcode is None:
@@ -177,7 +175,6 @@ class DaliStreamLoader:
         self._watchdog.stop()
         self._watchdog = None
         shut_down(pipe)
-        del pipe
 
     def __enter__(self) -> DaliStreamLoader:
         return self

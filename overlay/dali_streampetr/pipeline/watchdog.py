@@ -37,10 +37,8 @@ def worker_processes(pipe: Any) -> list:
     return list(getattr(pool, "_processes", None) or [])
 
 
-def describe_exit(code: int | None) -> str:
-    """``exit code 3`` / ``killed by SIGKILL``."""
-    if code is None:
-        return "running"
+def describe_exit(code: int) -> str:
+    """``exit code 3`` / ``killed by SIGKILL`` of an exited worker."""
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
