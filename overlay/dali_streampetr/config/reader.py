@@ -114,24 +114,12 @@ class Split:
     steps: StepTable  # its transform steps (.transform_steps)
     top_level_steps: str  # the config's list when data.<split>.pipeline is absent
     steps_required: bool  # a bare dict (the loader on its own) may train without a pipeline
-    image_from_steps: bool  # the test steps' own data_aug_conf and normalisation before the top-level
-    # ida_aug_conf and img_norm_cfg (a test config may evaluate at other image settings than it trains)
+    image_from_steps: bool  # the test steps' data_aug_conf / normalisation win over the top-level ones
     fixed: Callable[[Any], dict[str, Any]]  # dataset keys at the one value the loader reproduces
     extra_keys: frozenset[str]  # dataset keys beyond KNOWN_DATASET_KEYS
-    batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values):
-    # the batch settings
-    mode: Callable[[str, Any, Any, Mapping[str, Any], Mapping[str, Any]], SamplingMode]  # (split, data,
-    # data.<split>, its values, the config's runner and test sharding): the sampling mode and the
-    # refusal of what it does not reproduce
-
-
-def _train_fixed(part: Any) -> dict[str, Any]:
-    return {"test_mode": False, "use_valid_flag": True}
-
-
-def _test_fixed(part: Any) -> dict[str, Any]:
-    """tools/test.py and the evaluation hook set test_mode=True; annotations are not read."""
-    return {"test_mode": True} if _get(part, "test_mode") is not None else {}
+    batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values)
+    # mode: (split, data, data.<split>, its values, the runner and test sharding) -> the sampling mode
+    mode: Callable[[str, Any, Any, Mapping[str, Any], Mapping[str, Any]], SamplingMode]
 
 
 def _train_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,11 +128,6 @@ def _train_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, A
     if _get(data, "samples_per_gpu") is not None:
         batch["samples_per_gpu"] = _get(data, "samples_per_gpu")
     return batch
-
-
-def _test_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The test set's own ``samples_per_gpu``, else 1 (as ``tools/test.py``)."""
-    return {"samples_per_gpu": _get(part, "samples_per_gpu", 1)}
 
 
 def _check_int(key: str, value: Any, lo: int) -> None:
@@ -251,9 +234,10 @@ def _test_split(name: str) -> Split:
         top_level_steps="test_pipeline",
         steps_required=True,
         image_from_steps=True,
-        fixed=_test_fixed,
+        # tools/test.py and the evaluation hook set test_mode=True (annotations are not read)
+        fixed=lambda part: {"test_mode": True} if _get(part, "test_mode") is not None else {},
         extra_keys=frozenset({"samples_per_gpu"}),
-        batch=_test_batch,
+        batch=lambda data, part, values: {"samples_per_gpu": _get(part, "samples_per_gpu", 1)},
         mode=_test_mode,
     )
 
@@ -266,7 +250,7 @@ SPLITS = {
         top_level_steps="train_pipeline",
         steps_required=False,
         image_from_steps=False,
-        fixed=_train_fixed,
+        fixed=lambda part: {"test_mode": False, "use_valid_flag": True},
         extra_keys=frozenset(),
         batch=_train_batch,
         mode=_train_mode,
