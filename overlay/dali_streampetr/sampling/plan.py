@@ -186,14 +186,9 @@ class BatchPlanner:
     def fresh(self) -> BatchPlanner:
         """This planner with a sampler of its own, for another thread (a sampler's caches are not
         shared between threads); the facts are read-only and shared."""
-        return BatchPlanner(
-            self.mode,
-            copy.deepcopy(self.sampler),
-            self.aug,
-            self.seed,
-            labelled=self.labelled,
-            scenes=self.scenes,
-        )
+        twin = copy.copy(self)
+        twin.sampler = copy.deepcopy(self.sampler)
+        return twin
 
     def plan(self, iteration: int) -> list[SamplePlan]:
         out = []
