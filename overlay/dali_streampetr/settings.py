@@ -54,6 +54,11 @@ class ConfigValueError(ValueError):
     """A config value the loader cannot use."""
 
 
+def config_get(cfg: Any, key: str, default: Any = None) -> Any:
+    """``cfg[key]`` of a dict or mmcv ``Config`` (anything with ``get``), else its attribute."""
+    return cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
+
+
 def key_of(field: str) -> str:
     return KEY_OF.get(field, f"data_loading_config.{field}")
 
@@ -188,9 +193,8 @@ def uses_dali(cfg: Any, split: str) -> bool:
     ``use_dali_pipeline``. Both default to False: upstream's DataLoader."""
     if split not in ("train", "val", "test"):
         raise ValueError(f"split={split!r}: 'train', 'val' or 'test'")
-    flag = cfg.get if hasattr(cfg, "get") else lambda key, default: getattr(cfg, key, default)
-    train = bool(flag("use_dali_pipeline", False))
-    return train if split == "train" else bool(flag("use_dali_test_pipeline", train))
+    train = bool(config_get(cfg, "use_dali_pipeline", False))
+    return train if split == "train" else bool(config_get(cfg, "use_dali_test_pipeline", train))
 
 
 WAY_OUT = {

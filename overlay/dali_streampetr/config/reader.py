@@ -42,6 +42,7 @@ from ..settings import (
     refuse,
     uses_dali,
 )  # fmt: skip
+from ..settings import config_get as _get
 from .transform_steps import TEST_STEPS, TRAIN_STEPS, StepTable, check_steps
 
 # the dataset's collect_keys: the keys union2one stacks over the queue, and img_metas
@@ -85,12 +86,6 @@ KNOWN_DATASET_KEYS = frozenset(
         *UPSTREAM_DEFAULTS,
     }
 )
-
-
-def _get(cfg: Any, key: str, default: Any = None) -> Any:
-    if isinstance(cfg, Mapping) or hasattr(cfg, "get"):
-        return cfg.get(key, default)
-    return getattr(cfg, key, default)
 
 
 def _seq(value: Any) -> Any:

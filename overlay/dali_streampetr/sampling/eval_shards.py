@@ -19,27 +19,23 @@ concatenate-and-cut keeps it). Numpy only: the plugin's sampler and the DALI tes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..settings import ConfigValueError, uses_dali
+from ..settings import ConfigValueError, config_get, uses_dali
 
 SCENES, UPSTREAM = "scenes", "upstream"
 SHARDINGS = (SCENES, UPSTREAM)
 SHARDING_KEY = "data_loading_config.test_sharding"
 
 
-def _get(cfg: Any, key: str) -> Any:
-    return cfg.get(key) if isinstance(cfg, Mapping) or hasattr(cfg, "get") else getattr(cfg, key, None)
-
-
 def sharding_of(cfg: Any) -> str:
     """The test sharding ``cfg`` selects: ``data_loading_config.test_sharding`` where it is given,
     else ``'scenes'`` for a config that trains on DALI (``uses_dali(cfg, 'train')``) and
     ``'upstream'`` for the others (:func:`checked_sharding`)."""
-    value = _get(_get(cfg, "data_loading_config") or {}, "test_sharding")
+    value = config_get(config_get(cfg, "data_loading_config") or {}, "test_sharding")
     return checked_sharding(value, dali=uses_dali(cfg, "train"))
 
 
