@@ -1,14 +1,7 @@
-"""The loader's settings and what values they may take: the vocabulary every wing of the package
-uses, at its ground.
-
-- :class:`LoaderConfig` (with :class:`AugConfig`), its defaults, and which of its fields are
-  ``data_loading_config`` keys; :mod:`.config.reader` fills it from a StreamPETR config, with the
-  :class:`SamplingMode` of the split it reads (the modes themselves: :mod:`.sampling.modes`).
-- The checks of every value, run when a :class:`LoaderConfig` is made, each error naming the config
-  key, the value and what is allowed (:class:`ConfigValueError`), and the refusal of a value upstream
-  accepts but the loader does not reproduce (:func:`refuse`, :class:`UnsupportedConfigError`).
-- The names of the modes (``streaming``, ``single_frame``, ``sliding_window``, ``test``), which the
-  loader's resume state records, and the upstream names the reader compares with.
+"""The loader's settings and what values they may take, at the ground of the package:
+:class:`LoaderConfig` (filled by :mod:`.config.reader`), the checks of every value when one is made
+(:class:`ConfigValueError` naming the config key), the refusal of what upstream accepts but the
+loader does not reproduce (:func:`refuse`), and the names of the modes and of upstream's parts.
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
 """Which test frames each of K ranks evaluates, and the ranks' results put back in dataset order.
 
-StreamPETR tests a scene frame by frame, carrying its memory from one frame to the next and
-resetting it where ``scene_token`` changes. Two shardings of the test set (config key
-``data_loading_config.test_sharding``, read by :func:`sharding_of`):
+StreamPETR tests a scene frame by frame, resetting its memory where ``scene_token`` changes. Two
+shardings (``data_loading_config.test_sharding``, :func:`sharding_of`):
 
-- ``'upstream'``: the plugin's ``DistributedSampler(shuffle=False)``: the index list wrapped around
-  to ``K * ceil(N / K)`` and cut into K equal contiguous chunks (:func:`upstream_chunks`). Up to K - 1
-  scenes are cut in two: the frames after a cut run without the memory of the frames before it,
-  so the predictions (and mAP, NDS) depend on K.
-- ``'scenes'``: whole scenes (:func:`scene_shards`): contiguous runs of scenes in dataset order,
-  balanced by frame count, no padding. Every rank starts its memory at a scene's first frame, as one
-  process does, so every frame's prediction is the one a single process makes.
+- ``'upstream'``: the plugin's ``DistributedSampler(shuffle=False)`` (:func:`upstream_chunks`). Up to
+  K - 1 scenes are cut in two, the frames after a cut run without the memory of the frames before
+  it, so the predictions (and mAP, NDS) depend on K.
+- ``'scenes'``: whole scenes per rank (:func:`scene_shards`): every frame's prediction is the one a
+  single process makes.
 
-``tools/test.py``'s gather (:func:`in_dataset_order`) puts each rank's results back at their dataset
-index, which holds for both shardings (upstream's: the first result of a frame wins, as upstream's
-concatenate-and-cut keeps it). Numpy only: the plugin's sampler and the DALI test loader both use it.
+The gather (:func:`in_dataset_order`) puts each rank's results back at their dataset index. Numpy
+only: the plugin's sampler and the DALI test loader both use it.
 """
 
 from __future__ import annotations

@@ -4,12 +4,8 @@ function of the iteration (the image source, in its own process, and the loader 
 - :class:`BatchPlanner`: this rank's sampler and the sampling mode (:mod:`.modes`); outside
   streaming also the per-frame label and scene facts the queues need, computed once.
 - The queue of one training sample outside streaming (:func:`choose_queue`), as upstream's
-  ``prepare_train_data`` and ``__getitem__`` choose them (``CustomNuScenesDataset``, mmdet3d's
-  ``Custom3DDataset``): ``range(index - queue_length - random_length + 1, index)``,
-  ``random.shuffle``d, the first ``random_length`` dropped, sorted, ``index`` appended, negatives
-  clamped to 0; ``prev_exists`` False at the queue's first frame and wherever the scene changes;
-  under ``filter_empty_gt`` a queue whose last ``num_frame_losses`` frames hold no label is refused
-  and ``_rand_another`` draws ``np.random.choice`` over the frames of the same flag group; repeat.
+  ``prepare_train_data`` and ``__getitem__`` choose it, ``filter_empty_gt``'s refusals and
+  ``_rand_another``'s replacements (over the frames of the same flag group) included.
 - The draws: one record per frame (:class:`AugDraw`), with upstream's distributions and call order.
 
 Upstream draws with the worker's global ``random`` / ``np.random``. Here every (rank, iteration,
