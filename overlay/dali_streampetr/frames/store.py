@@ -2,10 +2,8 @@
 
 The store of an info file is ``<folder>/<digest>.frames`` (:mod:`.store_file`), where the digest is
 taken over its key: the info file's SHA-256, the class names, ``trusted_pickle``, the store format
-version and the source of the modules that compute the frames. The folder is
-``$STREAMPETR_DALI_FRAME_STORES``, else ``frame-stores`` in the project's cache
-(``$STREAMPETR_DALI_CACHE``, else ``$XDG_CACHE_HOME/streampetr-dali``, else
-``~/.cache/streampetr-dali``): nothing is written next to the user's files.
+version and the source of the modules that compute the frames. The folder (:func:`store_folder`)
+is in the project's cache, never next to the user's files.
 
 Who may have written a store: :mod:`.store_file` (``$STREAMPETR_DALI_FRAME_STORES_SHARED``). A
 missing store is built by a child process (:mod:`.store_build`), so the parsed pickle's Python
@@ -52,7 +50,7 @@ logger = logging.getLogger("dali_streampetr")
 
 
 def store_folder() -> Path:
-    """Where the frame stores live (see the module doc)."""
+    """``$STREAMPETR_DALI_FRAME_STORES``, else ``frame-stores`` in the project's cache (docs/loader.md)."""
     if override := os.environ.get(FOLDER_ENV):
         return Path(override).expanduser()
     if cache := os.environ.get("STREAMPETR_DALI_CACHE"):

@@ -1,16 +1,7 @@
 """The sampling modes: what a split's sampler, queues, draws and targets are, one frozen dataclass each
 (:class:`Streaming`, :class:`Queues`, :class:`EvalPass`), implementing :class:`..settings.SamplingMode`.
 The config reader picks one (``LoaderConfig.mode``); the planner (:mod:`.plan`) and the image source
-ask it instead of branching on its kind.
-
-Upstream's modes (``CustomNuScenesDataset`` + the plugin's ``build_dataloader``):
-
-- streaming: ``seq_mode=True`` (which forces ``queue_length=1``, ``random_length=0``,
-  ``num_frame_losses=1``), ``InfiniteGroupEachSampleInBatchSampler`` under ``IterBasedRunner``;
-- single frame (PETRv1) and sliding window (the 8-key config): ``seq_mode=False``,
-  ``queue_length`` 1 or more, ``DistributedGroupSampler``;
-- test: the test and validation loader (``data.test``, ``data.val``), upstream's test sampler or whole
-  scenes per rank (:data:`SHARDINGS`).
+ask it instead of branching on its kind. Which upstream config selects which mode: docs/loader.md.
 """
 
 from __future__ import annotations
