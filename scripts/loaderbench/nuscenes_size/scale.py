@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.proctree import memory_mb, tree
-from ..sweep.cases import ROOT, Case, build, enter_checkout, load_config
+from ..sweep.cases import ROOT, Case, build, default_data_root, enter_checkout, load_config
 from .replica import replicate_infos
 from .scale_checks import frame_diffs, reference_read
 
@@ -248,9 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.split == "val" and args.out == ROOT / "out" / "bench-scale":
         args.out = ROOT / "out" / "bench-scale-val"
     if args.data_root is None:
-        from synthdata import ensure_dataset
-
-        args.data_root = ensure_dataset()
+        args.data_root = default_data_root()
     data_root, out = args.data_root.resolve(), args.out.resolve()
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
     out.mkdir(parents=True, exist_ok=True)

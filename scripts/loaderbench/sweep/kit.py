@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import figures, outputs
-from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
+from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case, default_data_root
 from .runcase import answer, measure_built
 from .spawn import batches_for, run_json
 
@@ -95,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return answer(run_case, argv)
     args = ap.parse_args(argv)
     if args.data_root is None:
-        from synthdata import ensure_dataset
-
-        args.data_root = ensure_dataset()
+        args.data_root = default_data_root()
     threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
     cores = len(os.sched_getaffinity(0))
     gpu = has_cuda()
