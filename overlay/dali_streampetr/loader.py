@@ -38,24 +38,16 @@ class DaliStreamLoader:
     DataLoader (``split='test'``/``'val'`` of :func:`build_loader`: the test order and sharding,
     the deterministic test resize and crop, one pass per ``iter()``, the pipeline closed at its end).
 
-    Each ``next()`` returns ``collate(batch)`` of the next batch of the stream (the batch's keys,
-    shapes and dtypes: :mod:`.batch_schema`; ``collate`` is applied on the training thread before the
-    next batch is started: the DataContainer wrap, :mod:`.runner.collate`).
+    ``next()`` returns ``collate(batch)`` (:mod:`.batch_schema`; ``collate`` runs on the training
+    thread, e.g. :mod:`.runner.collate`) of a batch already run and assembled on the watchdog's
+    thread while the model trained. ``img`` is DALI's own output buffer, owned by the tensor (the
+    dynamic executor never reuses a referenced buffer): valid across later ``next()`` and
+    ``close()``. With ``device_id`` (``device='gpu'``: the current CUDA device by default) the
+    images are a CUDA tensor there, copied on the training thread's current stream.
 
-    ``next()`` only hands over a batch that is ready: the pixels come from DALI's prefetch queue, the
-    targets were computed beside them in the external source (in its worker process when
-    ``py_num_workers > 0``), and the batch was taken from DALI and assembled on the watchdog's
-    thread as soon as the previous one was handed over, while the model trained. ``img`` is DALI's
-    own output buffer, not a copy; the tensor owns it (DALI's dynamic executor never reuses a
-    buffer that is still referenced), so every returned tensor stays valid for as long as it is
-    kept, across later ``next()`` calls and ``close()``. With ``device_id`` set (``device='gpu'``:
-    the current CUDA device when not given) the images are a CUDA tensor on that GPU, copied in
-    ``next()`` on the training thread's current CUDA stream.
-
-    Faults: ``next()`` never waits longer than ``batch_timeout_s`` (a dead worker raises at once);
-    after any error the pipeline is discarded and the next ``next()`` rebuilds it at the failed
-    iteration, so every batch carries the pixels of its own frames. ``on_bad_image='skip'`` serves
-    unreadable or undecodable images black, without their 2D annotations, logged on ``logger``.
+    Faults: ``next()`` waits at most ``batch_timeout_s`` (a dead worker raises at once); after any
+    error the next ``next()`` rebuilds the pipeline at the failed iteration.
+    ``on_bad_image='skip'`` serves unreadable images black, without their 2D annotations.
     """
 
     def __init__(
@@ -100,9 +92,8 @@ class DaliStreamLoader:
         return self
 
     def __len__(self) -> int:
-        """Like the original loader: streaming, the number of frames (the stream itself is infinite);
-        epoch-based modes, the batches of one epoch (``DistributedGroupSampler``'s length / batch);
-        test mode, this rank's frames of one pass (its shard: upstream's ``num_samples``, or its scenes)."""
+        """As the original loader's: streaming, the number of frames (the stream is infinite); the
+        epoch-based modes, the batches of one epoch (test mode: this rank's frames of one pass)."""
         return len(self.sampler) if self.cfg.mode.epoch_based else len(self.frames)
 
     def __next__(self) -> Any:
@@ -151,20 +142,12 @@ class DaliStreamLoader:
         self._watchdog = PipelineWatchdog(self._pipe, self.cfg.batch_timeout_s, self.assembler.assemble)
 
     def _discard(self) -> None:
-        """Drop a pipeline after an error. Its prefetch queue holds later iterations, so it must
-        not be asked again. Workers are killed rather than asked to stop: DALI's graceful stop can
-        block on a queue lock a dead worker held.
-
-        Its threads are stopped before the next ``next()`` rebuilds, as :meth:`close` stops them: a
-        dropped pipeline's DALI threads still running (prefetching, or stopping its pool) when the
-        rebuild forks its worker can hand the child a lock they hold, and the child then never
-        answers (a rebuilt pipeline's batch stalled for the whole ``batch_timeout_s`` on a loaded
-        host, its worker alive). A pipeline whose run thread is stuck inside ``pipe.run()`` cannot be
-        stopped (DALI does not end that wait when the worker is killed) and is left as it is."""
+        """Drop a pipeline after an error (its prefetch queue holds later iterations). Workers are
+        killed, not stopped: DALI's graceful stop can block on a lock a dead worker held. Its threads
+        are stopped before the rebuild forks (see :func:`shut_down`), unless the run thread is stuck
+        inside ``pipe.run()``, which nothing ends: then it is left as it is."""
         pipe, watchdog = self._pipe, self._watchdog
         self._pipe = self._watchdog = None
-        if pipe is None:
-            return
         workers = worker_processes(pipe)
         for proc in workers:
             if proc.exitcode is None:
@@ -174,9 +157,7 @@ class DaliStreamLoader:
         if watchdog.stuck:
             return
         watchdog.stop()
-        # DALI's threads only: the pool's close joins its observer thread, which can block for ever
-        # on a queue lock a killed worker held (the hand-over test that refuses another iteration's
-        # batch hung there)
+        # not the pool: its close joins an observer thread that can block on a killed worker's lock
         shut_down(pipe, pool=False)
 
     def worker_pids(self) -> list[int]:
@@ -194,7 +175,6 @@ class DaliStreamLoader:
         self._watchdog.stop()
         self._watchdog = None
         shut_down(pipe)
-        del pipe
 
     def __enter__(self) -> DaliStreamLoader:
         return self
@@ -207,9 +187,7 @@ class DaliStreamLoader:
 
     # -- resume ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Position in the data stream and what it depends on (:data:`.resume.FIELDS`). Draws and
-        sampler are functions of the iteration, so this is all a resumed run needs to continue the
-        exact stream."""
+        """Position in the data stream and what it depends on (:data:`.resume.FIELDS`)."""
         return loader_state(self)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -227,10 +205,9 @@ class DaliStreamLoader:
 
 
 def shut_down(pipe: Any, pool: bool = True) -> None:
-    """Close the pipeline's worker pool (``pool``) and stop DALI's executor threads now, as the pipeline's
-    ``__del__`` would once the last reference (a cycle, a batch) is gone: a thread of this pipeline
-    still running while the next pipeline forks its workers can hand the child a lock it holds, and
-    the child then hangs. Only when no thread is inside ``pipe.run()``."""
+    """Close the worker pool (``pool``) and stop DALI's executor threads now, not at the pipeline's
+    ``__del__``: a thread still running when the next pipeline forks can hand the child a lock, and
+    the child hangs. Only when no thread is inside ``pipe.run()``."""
     workers = getattr(pipe, "_py_pool", None) if pool else None
     if workers is not None:
         workers.close()
@@ -253,17 +230,13 @@ def build_loader(
     logger: logging.Logger | None = None,
     **overrides: Any,
 ) -> DaliStreamLoader:
-    """The loader of ``data.<split>`` (``train``; ``test`` / ``val``: one pass over this rank's shard
-    in dataset order per ``iter()``, :class:`.sampling.modes.EvalPass`) from a StreamPETR config (dict
-    or mmcv Config), or from the :class:`~.settings.LoaderConfig` a caller read from it already (a
-    config is read once per loader). Without mmcv.
+    """The loader of ``data.<split>`` from a StreamPETR config (dict or mmcv Config) or a
+    :class:`~.settings.LoaderConfig` read from it already. Without mmcv.
 
-    The files: without ``data_root``, the config's own, as upstream's dataset reads them (the info
-    file ``data.<split>.ann_file`` as given, the images under ``data.<split>.data_root``); with it,
-    the images under ``data_root`` and the info file ``ann_file``, else the one named like the
-    config's in ``data_root``. Rank / world size default to the initialised ``torch.distributed``
-    group, else (0, 1). ``collate``, ``logger``: as the loader's; ``overrides``:
-    ``data_loading_config`` keys."""
+    Files: without ``data_root`` the config's own (``data.<split>.ann_file`` as given, images under
+    ``data.<split>.data_root``); with it, images there and ``ann_file``, else the info file named
+    like the config's in ``data_root``. Rank / world size default to the ``torch.distributed``
+    group, else (0, 1). ``overrides``: ``data_loading_config`` keys."""
     if rank is None or world_size is None:
         dist = torch.distributed
         ready = dist.is_available() and dist.is_initialized()

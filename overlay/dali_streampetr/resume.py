@@ -1,11 +1,9 @@
 """The loader's resume state: one schema of its fields, how each is compared, and the fix per field.
 
-The stream (frame order, queues and augmentation draws) is a pure function of (seed, rank, world
-size, mode, training mode, data, iteration) - in the epoch-based modes the epoch is the iteration
-divided by the epoch's length - so a state needs only those fields; a stored state is taken when
-every checked field equals this loader's, and the loader continues at the stored (or the runner's)
-iteration. The loader's ``load_state_dict``, the checkpoint hook (:mod:`.runner.state_hook`) and
-``--auto-resume``'s check (:mod:`.runner.state_hook`) all check with :func:`check_state`. No mmcv here.
+The stream (frame order, queues and draws) is a pure function of (seed, rank, world size, mode,
+training mode, data, iteration), so a state needs only those fields: a stored state is taken when
+every checked field equals this loader's (:func:`check_state`, the one check of ``load_state_dict``,
+the checkpoint hook and ``--auto-resume``), and the stream continues at its iteration. No mmcv here.
 """
 
 from __future__ import annotations
@@ -133,10 +131,7 @@ def fitting_state(
     stored: Mapping[str, Any] | None, mine: Mapping[str, Any], *, iteration: int, checkpoint: str
 ) -> dict[str, Any]:
     """The state this rank resumes with: ``mine`` at ``iteration`` (the runner's), once this rank's
-    entry of ``stored`` (``checkpoint['meta'][META_KEY]``) passes :func:`check_state`.
-
-    Raises :class:`LoaderStateMismatch` naming the first differing field, both values and what to do.
-    """
+    entry of ``stored`` (``checkpoint['meta'][META_KEY]``) passes :func:`check_state` (else it raises)."""
     ranks = list((stored or {}).get("ranks") or [])
     way_out = (
         f"Or start a new data stream from these weights: --cfg-options load_from={checkpoint} "

@@ -1,14 +1,7 @@
-"""The loader's settings and what values they may take: the vocabulary every wing of the package
-uses, at its ground.
-
-- :class:`LoaderConfig` (with :class:`AugConfig`), its defaults, and which of its fields are
-  ``data_loading_config`` keys; :mod:`.config.reader` fills it from a StreamPETR config, with the
-  :class:`SamplingMode` of the split it reads (the modes themselves: :mod:`.sampling.modes`).
-- The checks of every value, run when a :class:`LoaderConfig` is made, each error naming the config
-  key, the value and what is allowed (:class:`ConfigValueError`), and the refusal of a value upstream
-  accepts but the loader does not reproduce (:func:`refuse`, :class:`UnsupportedConfigError`).
-- The names of the modes (``streaming``, ``single_frame``, ``sliding_window``, ``test``), which the
-  loader's resume state records, and the upstream names the reader compares with.
+"""The loader's settings and what values they may take, at the ground of the package:
+:class:`LoaderConfig` (filled by :mod:`.config.reader`), the checks of every value when one is made
+(:class:`ConfigValueError` naming the config key), the refusal of what upstream accepts but the
+loader does not reproduce (:func:`refuse`), and the names of the modes and of upstream's parts.
 """
 
 from __future__ import annotations
@@ -29,6 +22,11 @@ ITER_RUNNER, EPOCH_RUNNER = "IterBasedRunner", "EpochBasedRunner"
 
 IMAGE_PATHS = ("exact", "fast")  # LoaderConfig.image_path: the resampling of pipeline/graph.py
 
+IDA_KEYS = ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
+"""The :class:`AugConfig` fields of ``ida_aug_conf`` (ResizeCropFlipRotImage's ``data_aug_conf``)."""
+GRST_KEYS = ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
+"""The :class:`AugConfig` fields that are GlobalRotScaleTransImage's parameters."""
+
 # LoaderConfig / AugConfig field -> the key a user writes in the StreamPETR config.
 KEY_OF = {
     "mean": "img_norm_cfg.mean",
@@ -39,20 +37,19 @@ KEY_OF = {
     "class_names": "class_names",
     "samples_per_gpu": "data.samples_per_gpu",
     "seq_split_num": "data.train.seq_split_num",
-    **{
-        k: f"ida_aug_conf.{k}"
-        for k in ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
-    },
-    **{
-        k: f"train_pipeline GlobalRotScaleTransImage.{k}"
-        for k in ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
-    },
+    **{k: f"ida_aug_conf.{k}" for k in IDA_KEYS},
+    **{k: f"train_pipeline GlobalRotScaleTransImage.{k}" for k in GRST_KEYS},
     "min_size": "min_size",
 }
 
 
 class ConfigValueError(ValueError):
     """A config value the loader cannot use."""
+
+
+def config_get(cfg: Any, key: str, default: Any = None) -> Any:
+    """``cfg[key]`` of a dict or mmcv ``Config`` (anything with ``get``), else its attribute."""
+    return cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
 
 
 def key_of(field: str) -> str:
@@ -189,9 +186,8 @@ def uses_dali(cfg: Any, split: str) -> bool:
     ``use_dali_pipeline``. Both default to False: upstream's DataLoader."""
     if split not in ("train", "val", "test"):
         raise ValueError(f"split={split!r}: 'train', 'val' or 'test'")
-    flag = cfg.get if hasattr(cfg, "get") else lambda key, default: getattr(cfg, key, default)
-    train = bool(flag("use_dali_pipeline", False))
-    return train if split == "train" else bool(flag("use_dali_test_pipeline", train))
+    train = bool(config_get(cfg, "use_dali_pipeline", False))
+    return train if split == "train" else bool(config_get(cfg, "use_dali_test_pipeline", train))
 
 
 WAY_OUT = {
@@ -318,9 +314,3 @@ class LoaderConfig:
 
 DALI_KNOBS = tuple(f.name for f in fields(LoaderConfig) if f.metadata.get(KNOB))
 """The ``data_loading_config`` keys: the fields of :class:`LoaderConfig` made with :func:`knob`."""
-
-
-IDA_KEYS = ("resize_lim", "final_dim", "bot_pct_lim", "rot_lim", "H", "W", "rand_flip")
-"""The :class:`AugConfig` fields of ``ida_aug_conf`` (ResizeCropFlipRotImage's ``data_aug_conf``)."""
-GRST_KEYS = ("rot_range", "scale_ratio_range", "translation_std", "reverse_angle")
-"""The :class:`AugConfig` fields that are GlobalRotScaleTransImage's parameters."""

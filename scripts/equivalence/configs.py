@@ -1,11 +1,9 @@
 """Which files a sweep runs, and which it skips by rule.
 
-Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, found
-where the checkout's layout puts them (a fork with its sources under ``src/``, the target's
-``overlay_moves``: :func:`overlaytool.tree.code_root.configs_dir`); the overlay's own configs are left
-out. A file is skipped by rule, and the row says why, when it is no training config: it assigns
-none of ``_base_``, ``data`` and ``model`` (read without running it), a ``_base_`` it names does not
-exist, or once loaded it lacks ``model`` or ``data.<split>``.
+Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, wherever
+its layout puts them (:func:`overlaytool.tree.code_root.configs_dir`), the overlay's own left out. A
+file that is no training config is skipped by rule, with the reason: it assigns none of ``_base_``,
+``data`` and ``model``, names a ``_base_`` that does not exist, or lacks ``model`` or ``data.<split>``.
 """
 
 from __future__ import annotations

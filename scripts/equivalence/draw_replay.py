@@ -1,11 +1,9 @@
 """Replay recorded augmentation draws into upstream's own transforms (harness process only).
 
-Upstream draws with the global ``np.random`` inside ``ResizeCropFlipRotImage._sample_augmentation``
-and ``GlobalRotScaleTransImage.__call__``. For one frame we swap the ``numpy.random`` functions for a
-script of expected calls: each call must come in upstream's order with upstream's arguments, and it
-returns the value the DALI loader recorded. Any other ``np.random`` call inside those transforms, a
-call with other arguments, or a call left over is an error. Upstream's code then derives resize
-dimensions and crop itself; we check that they equal the recorded ones.
+For one frame the ``numpy.random`` functions upstream's two augmenting transforms draw with are
+swapped for a script of expected calls, in upstream's order with upstream's arguments, each
+returning the value the DALI loader recorded; any other call, or one left over, is an error. The
+resize dimensions and crop upstream then derives must equal the recorded ones.
 """
 
 from __future__ import annotations

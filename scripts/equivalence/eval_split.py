@@ -1,14 +1,10 @@
 """The test split (``nox -s equivalence -- --split test``): every test batch of the DALI test loader
 against upstream's test DataLoader, field by field, on each rank of several world sizes.
 
-The original side is what ``tools/test.py`` builds: ``CustomNuScenesDataset`` with ``test_mode=True``
-and the config's test pipeline, the plugin's ``DistributedSampler`` (``shuffle=False``) for rank ``r``
-of ``W``, one sample per batch, mmcv's ``collate``. The DALI side is the patched ``tools/test.py``'s
-loader (``build_loader(cfg, split='test')``, collated by :func:`dali_streampetr.to_eval_collated`).
-Checked per world size: the same dataset index at every step of every rank, the gathered parts cut to
-the set's size are every frame once in order (``collect_results_cpu``), the same structure
-(keys, nesting, DataContainer flags, ``img_metas`` keys and values: :func:`.compare.walk`), geometry
-within the training bound and images within the image tolerance (docs/tolerances.md).
+Both sides as ``tools/test.py`` builds them (upstream's: the test dataset, the plugin's
+``DistributedSampler(shuffle=False)``, mmcv's ``collate``). Checked per world size: the same dataset
+index at every step of every rank, the gathered parts are every frame once in order, the same
+structure (:func:`.compare.walk`), and every field within its tolerance (docs/tolerances.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """``--add-info-key KEY``: a copy of a data set whose info pickles carry a key a fork's data set
 reads and StreamPETR's converter does not write, computed from the data set's nuScenes tables.
 
-Known keys: ``instance_inds`` (per ground-truth box, the index of its ``instance`` record: what the
-tracking forks' converters write, one entry per annotation of the sample in table order, the order
-of ``gt_boxes``). The copy links every file of the data set and rewrites only the info pickles; the
-data set itself is never written.
+Known keys: ``instance_inds`` (per box, in ``gt_boxes`` order, the index of its ``instance`` record,
+as the tracking forks' converters write it). The copy links every file and rewrites only the info
+pickles; the data set itself is never written.
 """
 
 from __future__ import annotations

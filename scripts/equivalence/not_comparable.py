@@ -1,11 +1,9 @@
 """A config the sweep could not compare: the exception it raised (type, message, the file:line of
 the frame that raised it) and, where the cause is known, what would make it comparable.
 
-Known causes: upstream's sequence sampler refusing fewer sequence groups than batch slots (the data
-set is too small: which ``nox -s make_data -- --scenes N`` fits), a fork's data set reading an
-info key the data set's info pickle lacks (the fork's own converter writes it), a ``_base_`` built
-from an installed package's ``__file__`` (the wheel has no ``configs/``), and a file the data set
-lacks (named, with what provides it).
+Known causes: too few sequence groups for the batch slots (which ``make_data --scenes N`` fits), an
+info key the data set lacks (the fork's converter writes it), a ``_base_`` built from an installed
+package's ``__file__``, and a file the data set lacks (with what provides it).
 """
 
 from __future__ import annotations

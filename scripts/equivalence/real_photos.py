@@ -2,9 +2,8 @@
 geometry with every camera image replaced by a real nuScenes camera JPEG (1600x900) of the pinned
 mmdetection3d checkout (its test and demo data), in turn.
 
-``python -m equivalence.real_photos --out DIR`` prints the data root; then
-``nox -s equivalence -- --data-root DIR`` gives the image rows (exact and fast path) on real photos.
-The boxes no longer match the pictures, which the image comparison does not need.
+``python -m equivalence.real_photos --out DIR`` prints the data root for ``nox -s equivalence --
+--data-root DIR`` (the boxes no longer match the pictures, which the image rows do not need).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """One row per config, whatever a config does: the sweep of ``--all-upstream-configs`` (and of any
 list of configs).
 
-Each file gets exactly one row: ``skipped`` by rule (:mod:`.configs`: no training config), the
-comparison's own record (PASS, FAIL or refused by name), or ``not comparable``: any exception raised
-while loading the config, building upstream's data set or sampler, or comparing, with its type,
-message, the file:line of the raising frame and, for the known causes, what would fit
-(:mod:`.not_comparable`). The JSON is rewritten after every row, so it is there whatever happens
-next; the caller prints the table.
+Each file gets exactly one row: ``skipped`` by rule (:mod:`.configs`), the comparison's own record,
+or ``not comparable`` with the exception raised anywhere on the way (:mod:`.not_comparable`). The
+JSON is rewritten after every row, so it is there whatever happens next.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A throw-away copy of the project and a private upstream cache that reads the real one.
 
-The copy holds the project's own files (tracked and untracked, not ignored: what a commit would
-hold), never a checkout, `.nox` or data. The private cache clones each mirror of the real cache with
-`--shared`: its objects are read from the real mirror through git's alternates, so nothing is
-copied and nothing of the real cache (refs, objects, locks) is ever written.
+The copy holds the project's own files (what a commit would hold), never a checkout, `.nox` or data.
+The private cache's mirrors are `--shared` clones of the real ones: their objects are read through
+git's alternates, and nothing of the real cache is ever written.
 """
 
 from __future__ import annotations

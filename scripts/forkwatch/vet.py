@@ -1,11 +1,9 @@
 """Vet a candidate upstream commit end to end, in a throw-away copy of the project.
 
-Steps, each passed or failed (those after a failure are skipped): `rebase` (the real rebase of the
-series to the commit), `apply`, `apply-converges` (a second apply changes nothing), `configs`
-(mmcv's `Config.fromfile` on every overlay config, in the applied checkout), `train` (one DALI
-training iteration through `upstream_run train`, checked as `nox -s train_dali` checks it).
-The user's checkout, pins, patches and cache are never written: the copy has its own checkout and
-a private cache that reads the real one (`scratch_copy`), and the whole folder is removed afterwards.
+Steps (those after a failure are skipped): `rebase` (the real rebase of the series to the commit),
+`apply`, `apply-converges` (a second apply changes nothing), `configs` (every overlay config loads in
+the applied checkout), `train` (one DALI training iteration, checked as `nox -s train_dali` does).
+Nothing of the user's is written: the copy has its own checkout and cache (`scratch_copy`).
 """
 
 from __future__ import annotations
@@ -109,9 +107,8 @@ def _rebase(project: Path, cache: Path, ref: str, frm: list[str]) -> tuple[bool,
 
 
 def stop_lines(project: Path) -> list[str]:
-    """What stopped the rebase, from its JSON report in the copy: the output's tail holds the patch
-    statuses, printed after the stop's own lines (the unresolved references name the files, and the
-    `overlay_moves` that resolve them are suggested)."""
+    """What stopped the rebase, from its JSON report in the copy (the output's tail holds only the
+    patch statuses): the stop, the unresolved references and the `overlay_moves` that resolve them."""
     try:
         report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
         stop = report.get("would_stop") or {}

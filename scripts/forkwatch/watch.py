@@ -1,8 +1,7 @@
 """`watch`: the series checked against every listed source, optionally vetted, in one summary.
 
-Per source: `git ls-remote` says whether it is reachable and which commit its branch names; then
-`rebase --check <commit> [--from URL]` runs in a throw-away copy of the project with a private
-cache (the user's upstream folder, report files and cache stay as they are); with `train`, a source
+Per source: `git ls-remote` gives the commit its branch names, then `rebase --check <commit>
+[--from URL]` runs in a throw-away copy of the project (`scratch_copy`); with `train`, a source
 whose series carries over is vetted (`vet`) at that same commit.
 """
 

@@ -148,8 +148,7 @@ def apply_bev(
     time: ``lidar2img`` and ``ego_pose`` get ``@ M^-1``, ``ego_pose_inv`` gets ``M @``. Boxes are
     rotated by ``-angle`` (``reverse_angle``, consistent with M) or ``+angle`` (upstream's other
     setting): centre, yaw and velocity; then scaled (centre, size, velocity) and translated.
-    Everything in float32 torch with upstream's operation order, so the results round as upstream's
-    do (bit for bit on the same torch build)."""
+    In float32 torch with upstream's operation order: bit for bit on the same torch build."""
     l2i = [torch.tensor(m).float() for m in lidar2img]
     pose = torch.tensor(np.asarray(ego_pose, dtype=np.float32))
     pose_inv = torch.tensor(np.asarray(ego_pose_inv, dtype=np.float32))
@@ -218,11 +217,9 @@ def frame_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
 
 
 def eval_targets(frame: Frame, draw: AugDraw, cfg: LoaderConfig) -> dict:
-    """Everything but the pixels for one frame, as upstream's test pipeline produces it (``test_mode``:
-    no annotations are read): ResizeCropFlipRotImage(training=False)'s ``intrinsics`` and
-    ``lidar2img`` (float64, then float32 as PETRFormatBundle3D casts them), the poses and timestamps
-    as read; there is no GlobalRotScaleTransImage. The annotation keys are empty arrays (the keys of
-    :func:`frame_targets`, so the wire format and the batch assembly are the training ones)."""
+    """Everything but the pixels for one frame, as upstream's test pipeline produces it: the test
+    resize's ``intrinsics`` and ``lidar2img``, the poses and timestamps as read, and the keys of
+    :func:`frame_targets`' annotations as empty arrays (no annotations are read in ``test_mode``)."""
     intrinsics, lidar2img = apply_ida(frame.intrinsics, frame.extrinsics, draw)
     n = len(frame.cam_names)
     return {

@@ -5,22 +5,15 @@ knows the layout; the external source, the DALI graph and the batch assembly use
 Two things per camera image (the external source is per image, so a sample's own values sit in its
 cameras' slots):
 
-- the parameter row: float64 ``(ROW_WIDTH,)`` per image, fixed shape (float64 holds every int32 and
-  float32 value exactly; one row instead of eight small arrays keeps the per-batch hand-over to DALI
-  short). Its fields, as slices of the row: where to decode and resample (``DECODE_START``,
-  ``DECODE_SHAPE`` int32 (y, x) / (h, w); ``ROI_START``, ``ROI_END``, ``OUT_SIZE`` float32;
-  ``FLIP`` 0/1: :class:`.transforms.ImageParams`), ``INFO`` the source image's (H, W, ok), then
-  ``GEOMETRY``: ``lidar2img``, ``intrinsics``, ``extrinsics`` of that camera, the sample's
-  ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the camera's ``img_timestamp`` and
-  the sample's ``timestamp``. The matrices are float32 values, which float64 holds exactly, so the
-  round trip is bit for bit.
-- ``annotations``: uint8, variable length: the sample's 3D and 2D annotations and its plan
-  (iteration, frame index, ``prev_exists``, draw) as one pickle record in the slot of its first
-  camera, empty in the other slots. The record keeps every array's dtype and shape as
-  :func:`.transforms.frame_targets` made it (upstream's ``(0,)`` arrays of a camera without 2D boxes,
-  float64 labels of a frame without boxes). Protocol 4: every array comes back as its own writable
-  copy (protocol 5 lets empty arrays share one buffer). It is written by this package's own worker
-  process and read back by the same loader, never from a file.
+- the parameter row: float64 ``(ROW_WIDTH,)`` (exact for every int32 and float32 value, so the round
+  trip is bit for bit; one row keeps the hand-over to DALI short). Its fields: where to decode and
+  resample (``DECODE_START`` ... ``FLIP``: :class:`.transforms.ImageParams`), ``INFO`` the source
+  image's (H, W, ok), then ``GEOMETRY``: the camera's ``lidar2img``, ``intrinsics``,
+  ``extrinsics``, the sample's ``ego_pose`` and ``ego_pose_inv`` (16 values each, row-major), the
+  camera's ``img_timestamp`` and the sample's ``timestamp``.
+- ``annotations``: uint8: the sample's annotations and plan as one pickle record (protocol 4: every
+  array comes back as its own writable copy, with its dtype and shape) in its first camera's slot,
+  empty in the others. Written by this package's own worker, read back by the same loader.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from ..settings import (
     refuse,
     uses_dali,
 )  # fmt: skip
+from ..settings import config_get as _get
 from .transform_steps import TEST_STEPS, TRAIN_STEPS, StepTable, check_steps
 
 # the dataset's collect_keys: the keys union2one stacks over the queue, and img_metas
@@ -87,12 +88,6 @@ KNOWN_DATASET_KEYS = frozenset(
 )
 
 
-def _get(cfg: Any, key: str, default: Any = None) -> Any:
-    if isinstance(cfg, Mapping) or hasattr(cfg, "get"):
-        return cfg.get(key, default)
-    return getattr(cfg, key, default)
-
-
 def _seq(value: Any) -> Any:
     """Lists become tuples (the config is frozen); anything else is kept for the checks to name."""
     return tuple(value) if isinstance(value, list | tuple) else value
@@ -114,24 +109,12 @@ class Split:
     steps: StepTable  # its transform steps (.transform_steps)
     top_level_steps: str  # the config's list when data.<split>.pipeline is absent
     steps_required: bool  # a bare dict (the loader on its own) may train without a pipeline
-    image_from_steps: bool  # the test steps' own data_aug_conf and normalisation before the top-level
-    # ida_aug_conf and img_norm_cfg (a test config may evaluate at other image settings than it trains)
+    image_from_steps: bool  # the test steps' data_aug_conf / normalisation win over the top-level ones
     fixed: Callable[[Any], dict[str, Any]]  # dataset keys at the one value the loader reproduces
     extra_keys: frozenset[str]  # dataset keys beyond KNOWN_DATASET_KEYS
-    batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values):
-    # the batch settings
-    mode: Callable[[str, Any, Any, Mapping[str, Any], Mapping[str, Any]], SamplingMode]  # (split, data,
-    # data.<split>, its values, the config's runner and test sharding): the sampling mode and the
-    # refusal of what it does not reproduce
-
-
-def _train_fixed(part: Any) -> dict[str, Any]:
-    return {"test_mode": False, "use_valid_flag": True}
-
-
-def _test_fixed(part: Any) -> dict[str, Any]:
-    """tools/test.py and the evaluation hook set test_mode=True; annotations are not read."""
-    return {"test_mode": True} if _get(part, "test_mode") is not None else {}
+    batch: Callable[[Any, Any, Mapping[str, Any]], dict[str, Any]]  # (data, data.<split>, its values)
+    # mode: (split, data, data.<split>, its values, the runner and test sharding) -> the sampling mode
+    mode: Callable[[str, Any, Any, Mapping[str, Any], Mapping[str, Any]], SamplingMode]
 
 
 def _train_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,11 +123,6 @@ def _train_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, A
     if _get(data, "samples_per_gpu") is not None:
         batch["samples_per_gpu"] = _get(data, "samples_per_gpu")
     return batch
-
-
-def _test_batch(data: Any, part: Any, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The test set's own ``samples_per_gpu``, else 1 (as ``tools/test.py``)."""
-    return {"samples_per_gpu": _get(part, "samples_per_gpu", 1)}
 
 
 def _check_int(key: str, value: Any, lo: int) -> None:
@@ -251,9 +229,10 @@ def _test_split(name: str) -> Split:
         top_level_steps="test_pipeline",
         steps_required=True,
         image_from_steps=True,
-        fixed=_test_fixed,
+        # tools/test.py and the evaluation hook set test_mode=True (annotations are not read)
+        fixed=lambda part: {"test_mode": True} if _get(part, "test_mode") is not None else {},
         extra_keys=frozenset({"samples_per_gpu"}),
-        batch=_test_batch,
+        batch=lambda data, part, values: {"samples_per_gpu": _get(part, "samples_per_gpu", 1)},
         mode=_test_mode,
     )
 
@@ -266,7 +245,7 @@ SPLITS = {
         top_level_steps="train_pipeline",
         steps_required=False,
         image_from_steps=False,
-        fixed=_train_fixed,
+        fixed=lambda part: {"test_mode": False, "use_valid_flag": True},
         extra_keys=frozenset(),
         batch=_train_batch,
         mode=_train_mode,
@@ -284,10 +263,9 @@ MODE_KNOBS = ("test_sharding",)
 
 
 def _knobs(cfg: Any) -> tuple[dict[str, Any], str]:
-    """The ``data_loading_config`` block, read once: its :class:`LoaderConfig` keys, and the test
-    sharding (the key, else the default of a config that trains on DALI or not). An unknown key is
-    refused by name, and so is a bad ``test_sharding`` whatever the split (a training run stops before
-    it trains, not at its first evaluation)."""
+    """The ``data_loading_config`` block, read once: its :class:`LoaderConfig` keys and the test
+    sharding. An unknown key or a bad ``test_sharding`` is refused whatever the split (a training run
+    stops before it trains, not at its first evaluation)."""
     dlc = _get(cfg, "data_loading_config", {}) or {}
     unknown = set(dlc) - {*DALI_KNOBS, *MODE_KNOBS}
     if unknown:
@@ -329,18 +307,11 @@ def _image(cfg: Any, split: Split, steps: Any) -> dict[str, Any]:
 
 def loader_config_from(cfg: Any, split: str = "train", **overrides: Any) -> LoaderConfig:
     """The settings of ``split`` (``train``; ``test``: ``tools/test.py``; ``val``: the evaluation hook)
-    from ``cfg``: the image settings (``ida_aug_conf``, ``img_norm_cfg``, and for a test split the
-    test steps' own), ``point_cloud_range``, ``class_names``, the batch size (``data.samples_per_gpu``;
-    a test split's own, 1 as ``tools/test.py``), the dataset keys of ``data.<split>`` and the
-    sampling mode they, the sampler and the runner select (:mod:`..sampling.modes`; a test split's
-    sharding: ``data_loading_config.test_sharding``), its transform steps (``data.<split>.pipeline``,
-    else the top-level ``train_pipeline`` / ``test_pipeline``: every step checked,
-    :mod:`.transform_steps`), the split's files (``ann_file``, ``data_root``) and the
-    ``data_loading_config`` block (the same knobs for every split; ``replicate_dataset_per_gpu`` and
-    ``offset_order_per_rank`` do not apply to a test split: the test loader always shards by the real
-    rank). ``overrides`` win over all of them.
-    Raises :class:`~..settings.ConfigValueError` (or its subclass
-    :class:`~..settings.UnsupportedConfigError`) naming the first key the loader cannot use."""
+    from ``cfg``: the image settings, the batch size, the dataset keys and the sampling mode they,
+    the sampler and the runner select, the checked transform steps (:mod:`.transform_steps`), the
+    split's files and the ``data_loading_config`` block; ``overrides`` win over all of them.
+    Raises :class:`~..settings.ConfigValueError` (or :class:`~..settings.UnsupportedConfigError`)
+    naming the first key the loader cannot use."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     spec = SPLITS[split]

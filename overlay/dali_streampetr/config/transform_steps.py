@@ -5,14 +5,8 @@ split (:data:`TRAIN_STEPS`, :data:`TEST_STEPS`).
 Every step must be there, in order, of a known type, with every parameter either one the loader
 reads (and then equal to the value it uses), one it reproduces at a single value (upstream's default
 where absent), or free (it changes nothing the batch holds); anything else is refused with the
-step, the parameter, the value and what is supported.
-
-- training: upstream's ten-step training pipeline;
-- test (every test config of the pin): ``LoadMultiViewImageFromFiles(to_float32)``,
-  ``ResizeCropFlipRotImage(training=False)``, ``NormalizeMultiviewImage``,
-  ``PadMultiViewImage(size_divisor)`` and ``MultiScaleFlipAug3D(flip=False)`` around
-  ``PETRFormatBundle3D(with_label=False)`` and ``Collect3D``. One augmentation only: a single image
-  scale and point-cloud scale, no flip.
+step, the parameter, the value and what is supported. The tables list the steps (the test one:
+every test config of the pin, one test-time augmentation only).
 """
 
 from __future__ import annotations

@@ -2,14 +2,10 @@
 
 :func:`info_columns` gives the columns that :func:`.columns.to_columns` makes of the per-frame
 records of :mod:`.records` (the reference), bit for bit, without one Python record per frame: every
-field is gathered over all frames into one list, its types checked, stacked into one array and
-converted there (the poses by stacked matrix products that run the same BLAS routine on the same
-memory layout as the per-frame ``np.dot``). The shape checks of :func:`.info_schema.validate_infos`
-are made on the stacked arrays. This path takes the types StreamPETR's converter writes (numbers as
-Python ``int``/``float``, vectors as lists or arrays, matrices and annotations as numpy arrays);
-any other value (a numpy scalar for a number, a list for a matrix, a path object, ...) and every
-malformed pickle go the per-frame way: :func:`.records.sorted_infos` names the problems, else the
-records are converted one by one.
+field is gathered over all frames, type-checked, stacked and converted in one array (the poses by
+stacked matrix products: the per-frame ``np.dot``'s BLAS routine on the same layout). It takes the
+types StreamPETR's converter writes; any other value and every malformed pickle go the per-frame
+way (:func:`.records.sorted_infos` names the problems).
 """
 
 from __future__ import annotations

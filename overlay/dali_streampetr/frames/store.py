@@ -2,26 +2,18 @@
 
 The store of an info file is ``<folder>/<digest>.frames`` (:mod:`.store_file`), where the digest is
 taken over its key: the info file's SHA-256, the class names, ``trusted_pickle``, the store format
-version and the source of the modules that compute the frames. The folder is
-``$STREAMPETR_DALI_FRAME_STORES``, else ``frame-stores`` in the project's cache
-(``$STREAMPETR_DALI_CACHE``, else ``$XDG_CACHE_HOME/streampetr-dali``, else
-``~/.cache/streampetr-dali``): nothing is written next to the user's files.
+version and the source of the modules that compute the frames. The folder (:func:`store_folder`)
+is in the project's cache, never next to the user's files.
 
-A folder, store or lock file owned by another user or writable by group or others is refused by
-name (:class:`.store_file.StoreUntrusted`) unless ``$STREAMPETR_DALI_FRAME_STORES_SHARED=1``
-declares the folder shared: then every user who can write there is trusted to write true frames
-(the checks still catch damage, not a forged store). A folder the builder creates is ``0755``.
+Who may have written a store: :mod:`.store_file` (``$STREAMPETR_DALI_FRAME_STORES_SHARED``). A
+missing store is built by a child process (:mod:`.store_build`), so the parsed pickle's Python
+objects never live in a training process; when the folder cannot be written, the columns are
+computed in this process instead.
 
-A missing or untrusted store is built by a child process (:mod:`.store_build`), so the parsed
-pickle's millions of Python objects never live in a training process; :func:`load_frames` hands the
-loader the frames as views of the mapped store (or, when the store folder cannot be written, of
-columns computed in the process).
-
-:class:`FrameStore` is the sequence the loader reads (``len(frames)``, ``frames[i]``): ``frames[i]``
-is a :class:`FrameView` with the attributes of :class:`.records.Frame`, the same dtypes, shapes and
-values bit for bit, made on demand from read-only slices of the columns (:mod:`.columns`). No
-per-frame Python object is kept, so a forked worker that reads the columns never writes to their
-pages. Image paths are resolved by one rule per info file (:func:`path_resolver`).
+:class:`FrameStore` is the sequence the loader reads: ``frames[i]`` is a :class:`FrameView` with
+:class:`.records.Frame`'s attributes, bit for bit, made on demand from read-only slices of the
+columns (:mod:`.columns`): no per-frame Python object is kept, so a forked worker never writes to
+the columns' pages. Image paths are resolved by one rule per info file (:func:`path_resolver`).
 """
 
 from __future__ import annotations
@@ -58,7 +50,7 @@ logger = logging.getLogger("dali_streampetr")
 
 
 def store_folder() -> Path:
-    """Where the frame stores live (see the module doc)."""
+    """``$STREAMPETR_DALI_FRAME_STORES``, else ``frame-stores`` in the project's cache (docs/loader.md)."""
     if override := os.environ.get(FOLDER_ENV):
         return Path(override).expanduser()
     if cache := os.environ.get("STREAMPETR_DALI_CACHE"):
@@ -108,9 +100,8 @@ ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundE
 
 def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> tuple[dict, dict, Path, dict]:
     """(columns, meta, path, key) of the info file's store, the columns mapped read-only; built first
-    when missing or bad. Raises what reading the info file raises (:class:`.info_schema.InfoSchemaError`),
-    :class:`StoreUnwritable` when the store folder cannot be written, :class:`.store_file.StoreUntrusted`
-    when another user could have written the folder or the store (see the module doc)."""
+    when missing or bad. Raises what reading the info file raises, :class:`StoreUnwritable` or
+    :class:`.store_file.StoreUntrusted`."""
     key = store_key(ann_file, class_names, trusted)
     path = store_path(store_folder(), key)
     try:
@@ -144,10 +135,8 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
 def load_frames(
     ann_file: str | Path, data_root: str | Path, class_names: Sequence[str], *, trusted_pickle: bool = False
 ) -> FrameStore:
-    """The info file's frames, sorted by timestamp (stable), as upstream does: a sequence of
-    :class:`.records.Frame`-like views of the node's frame store (the pickle is read, by the
-    restricted unpickler unless ``trusted_pickle``, and validated only when the store is built).
-    Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
+    """The info file's frames, sorted by timestamp (stable) as upstream does: views of the node's frame
+    store. Raises :class:`InfoSchemaError` for a pickle that is unreadable or malformed."""
     ann_file = Path(ann_file).absolute()
     if not ann_file.is_file():
         raise FileNotFoundError(f"info pickle not found: {ann_file}")
@@ -232,6 +221,11 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return view
 
 
+def _column(read: str, name: str) -> cached_property:
+    """A :class:`FrameView` attribute: ``FrameView.<read>(name)``, read once."""
+    return cached_property(lambda view: getattr(view, read)(name))
+
+
 class FrameView:
     """One frame of a :class:`FrameStore`, with :class:`.records.Frame`'s attributes (see there), made
     when first read: arrays are read-only views of the store's columns (copies of nothing)."""
@@ -267,37 +261,18 @@ class FrameView:
     def has_sweeps(self) -> bool:
         return bool(self._store.columns["has_sweeps"][self._i])
 
-    @cached_property
-    def cam_names(self) -> list[str]:
-        return self._strings("cam_names")
-
-    @cached_property
-    def data_paths(self) -> list[str]:
-        return self._strings("data_paths")
+    cam_names = _column("_strings", "cam_names")
+    data_paths = _column("_strings", "data_paths")
 
     @cached_property
     def img_paths(self) -> list[str]:
         return [self._store.resolve(p) for p in self.data_paths]
 
-    @cached_property
-    def img_timestamps(self) -> np.ndarray:
-        return self._fixed("img_timestamps")
-
-    @cached_property
-    def intrinsics(self) -> np.ndarray:
-        return self._fixed("intrinsics")
-
-    @cached_property
-    def extrinsics(self) -> np.ndarray:
-        return self._fixed("extrinsics")
-
-    @cached_property
-    def ego_pose(self) -> np.ndarray:
-        return self._fixed("ego_pose")
-
-    @cached_property
-    def ego_pose_inv(self) -> np.ndarray:
-        return self._fixed("ego_pose_inv")
+    img_timestamps = _column("_fixed", "img_timestamps")
+    intrinsics = _column("_fixed", "intrinsics")
+    extrinsics = _column("_fixed", "extrinsics")
+    ego_pose = _column("_fixed", "ego_pose")
+    ego_pose_inv = _column("_fixed", "ego_pose_inv")
 
     @cached_property
     def gt_boxes(self) -> np.ndarray:
@@ -327,21 +302,10 @@ class FrameView:
                 out.append(np.zeros((0, *shape) if regular else shape, dtype=values.dtype))
         return out
 
-    @cached_property
-    def bboxes2d(self) -> list[np.ndarray]:
-        return self._per_cam("bboxes2d")
-
-    @cached_property
-    def labels2d(self) -> list[np.ndarray]:
-        return self._per_cam("labels2d")
-
-    @cached_property
-    def centers2d(self) -> list[np.ndarray]:
-        return self._per_cam("centers2d")
-
-    @cached_property
-    def depths(self) -> list[np.ndarray]:
-        return self._per_cam("depths")
+    bboxes2d = _column("_per_cam", "bboxes2d")
+    labels2d = _column("_per_cam", "labels2d")
+    centers2d = _column("_per_cam", "centers2d")
+    depths = _column("_per_cam", "depths")
 
 
 # -- where the images are

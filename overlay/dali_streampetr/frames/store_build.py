@@ -1,13 +1,10 @@
 """Build one frame store: ``python -m dali_streampetr.frames.store_build '<spec json>'`` (:mod:`.store`
 starts it and reads its result, the last stdout line).
 
-The builder checks the folder (:func:`.store_file.check_folder`), takes an ``flock`` on
-``<digest>.lock`` (created ``O_EXCL | O_NOFOLLOW``, or checked when there) and looks for the store
-again, so ranks that start together build it once (the others wait, then map it). It reads the
-info file once (hashing the bytes it unpickles, which must be those the key was made of), computes
-the columns (:mod:`.info_columns`), and writes the store atomically (:mod:`.store_file`): a killed
-build leaves only a temporary file, which the next build removes. The process runs without the cyclic garbage
-collector and ends without freeing the parsed pickle (nothing of it is garbage before the exit).
+Under an ``flock`` on ``<digest>.lock`` it looks for the store again, so ranks that start together
+build it once. It reads the info file once (hashing the bytes it unpickles, which must be those the
+key was made of), computes the columns (:mod:`.info_columns`) and writes the store atomically. It
+runs without the cyclic garbage collector and exits without freeing the parsed pickle.
 """
 
 from __future__ import annotations

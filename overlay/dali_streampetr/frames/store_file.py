@@ -4,14 +4,11 @@ Layout: ``MAGIC``, the header length (8 bytes, little endian), the SHA-256 (32 b
 and of everything after the digest, a JSON header (the caller's ``key`` and ``meta``, every array's
 dtype, shape and offset, the data size), zero padding to ``ALIGN``, then the arrays, each starting
 on an ``ALIGN`` boundary: the digest covers every byte that decides what is read.
-:func:`write_store` writes it with the package's one writer (:mod:`..atomic_file`: a temporary file
-created ``O_EXCL | O_NOFOLLOW`` in the target's folder, fsynced, renamed over the target, the folder
-fsynced): a reader sees the old file, the new one or none, never a part.
+:func:`write_store` writes it with the package's one writer (:mod:`..atomic_file`): a reader sees
+the old file, the new one or none, never a part.
 
-:func:`open_store` opens the file ``O_NOFOLLOW``, checks its owner and mode (:func:`check_owner`),
-then magic, header, key, layout (every array of an allowed dtype, inside the data, none
-overlapping), size and digest before it maps anything: a file that fails, or any error while
-reading or viewing it, is :class:`StoreDamaged`. A folder or file that another user could have
+:func:`open_store` checks owner and mode, magic, header, key, layout, size and digest before it maps
+anything: a file that fails is :class:`StoreDamaged`. A folder or file another user could have
 written is :class:`StoreUntrusted`, unless ``$STREAMPETR_DALI_FRAME_STORES_SHARED=1`` declares the
 folder shared (then every user who can write there is trusted).
 """
@@ -20,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -188,9 +186,7 @@ def _views(header: Mapping[str, Any]) -> list[tuple[str, np.dtype, tuple[int, ..
         dtype, shape, offset = _allowed_dtype(entry["dtype"], name), entry["shape"], _index(entry["offset"])
         if not isinstance(shape, list) or len(shape) > MAX_NDIM or any(_index(n) is None for n in shape):
             raise damaged(f"array {name!r}: shape {shape!r} is not a list of sizes")
-        nbytes = dtype.itemsize
-        for n in shape:
-            nbytes *= n
+        nbytes = dtype.itemsize * math.prod(shape)
         if offset is None or offset % ALIGN or offset + nbytes > size:
             raise damaged(f"array {name!r}: {nbytes} bytes at offset {entry['offset']!r} are not inside the "
                           f"{size} data bytes on an {ALIGN}-byte boundary")  # fmt: skip

@@ -4,9 +4,8 @@ A pickle is a program: ``pickle.load`` (and mmcv's ``mmcv.load``) calls whatever
 names. StreamPETR's info files only need numpy arrays, dtypes and scalars plus builtin containers,
 so every other global is refused by name unless ``data_loading_config.trusted_pickle=True``.
 
-:func:`read_pickle_file` is how the frame store reads an info file: the bytes once, hashed on a
-second thread while they are unpickled with the cyclic garbage collector paused (an info file holds
-millions of containers, and the collector's passes over them would otherwise take half the read).
+:func:`read_pickle_file` reads the bytes once, hashed on a second thread while they are unpickled
+with the cyclic garbage collector paused (its passes over millions of containers took half the read).
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@ error raised in the external source (possibly in a worker process, where it reac
 text), or the file(s) DALI's decoder failed on, found by decoding the planned images with PIL (the
 decoder's own error names none).
 
-What ``on_bad_image`` does: with ``skip`` an undecodable file is served black on a rebuild at the
-failed iteration, and a blackened camera loses its 2D annotations, is counted, logged, and past
-``max_bad_images`` distinct files stops the run; with ``raise`` the error stands.
+``on_bad_image='skip'``: an undecodable file is served black on a rebuild at the failed iteration,
+its camera's 2D annotations dropped, counted and logged, up to ``max_bad_images`` distinct files.
 """
 
 from __future__ import annotations
@@ -117,7 +116,18 @@ class BadImagePolicy:
         ``max_bad_images``. Raises :class:`TooManyBadImagesError` past the threshold."""
         for b, sample in enumerate(batch["dali"]):
             for t, record in enumerate(sample["frames"]):
-                self._record_frame(batch, b, t, record, frames, logger)
+                frame = frames[record["index"]]
+                for name in record["bad_cameras"]:
+                    cam = frame.cam_names.index(name)
+                    drop_camera_annotations(batch, b, t, cam)
+                    path = frame.img_paths[cam]
+                    self.images += 1
+                    self.files.add(path)
+                    logger.warning(
+                        "DALI loader: skipped a bad image (black, 2D annotations dropped): sample %s, "
+                        "camera %s, %s; bad images so far: %d (%d distinct files, max_bad_images=%d)",
+                        frame.token, name, path, self.images, len(self.files), self.max_files,
+                    )  # fmt: skip
         if len(self.files) > self.max_files:
             raise TooManyBadImagesError(
                 f"{len(self.files)} distinct bad image files exceed data_loading_config.max_bad_images="
@@ -125,25 +135,3 @@ class BadImagePolicy:
                 f"files; the last ones: {sorted(self.files)[-3:]}. Fix or re-extract the images, or raise "
                 "max_bad_images if this many black cameras are acceptable"
             )
-
-    def _record_frame(
-        self,
-        batch: dict[str, Any],
-        b: int,
-        t: int,
-        record: dict,
-        frames: Sequence[Frame],
-        logger: logging.Logger,
-    ) -> None:
-        frame = frames[record["index"]]
-        for name in record["bad_cameras"]:
-            cam = frame.cam_names.index(name)
-            drop_camera_annotations(batch, b, t, cam)
-            path = frame.img_paths[cam]
-            self.images += 1
-            self.files.add(path)
-            logger.warning(
-                "DALI loader: skipped a bad image (black, 2D annotations dropped): sample %s, camera %s, "
-                "%s; bad images so far: %d (%d distinct files, max_bad_images=%d)",
-                frame.token, name, path, self.images, len(self.files), self.max_files,
-            )  # fmt: skip

@@ -50,21 +50,17 @@ def pipeline_device(device: str, device_id: int | None) -> int | None:
 
 
 def dali_queue_depth(prefetch_queue_depth: int) -> int:
-    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the loader's run-ahead
-    (:mod:`.watchdog`) holds one of the batches prepared ahead, DALI the others. The batches ahead
-    of the training thread, and their memory, stay what DALI's depth alone gave before the
-    run-ahead (at least one: depth 1 and 2 both prepare one batch ahead)."""
+    """DALI's own queue depth for the loader's ``prefetch_queue_depth``: the run-ahead (:mod:`.watchdog`)
+    holds one of the batches prepared ahead, DALI the others (at least one)."""
     return max(1, prefetch_queue_depth - 1)
 
 
 def image_ops(image_path: str, mean: tuple, std: tuple, final_dim: tuple[int, int]) -> tuple[dict, dict]:
     """The resize and crop_mirror_normalize arguments of ``image_path`` (beyond the per-image ones).
 
-    ``exact``: antialiased cubic resize (the closest DALI filter to Pillow's bicubic), then a separate
-    black pad to ``final_dim``. ``fast``: antialiased linear resize (about half the resize's time)
-    and the pad written by crop_mirror_normalize itself (a crop window of ``final_dim`` from the top
-    left filled with normalised black: one pass over the image less, pixel-identical). Which pixels
-    are sampled, and every target, are the same on both paths."""
+    ``exact``: antialiased cubic resize (closest to Pillow's bicubic), then a separate black pad to
+    ``final_dim``. ``fast``: antialiased linear resize (half the time), the pad written by
+    crop_mirror_normalize itself (one pass less, pixel-identical). Same pixels sampled, same targets."""
     from nvidia.dali import types
 
     if image_path == "exact":
@@ -84,17 +80,11 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
     """The DALI pipeline for ``samples_per_gpu * T * n_cams`` images per iteration (``T`` frames per
     sample: the mode's ``queue_length``).
 
-    Returns a built pipeline with outputs ``(images CHW float32, parameter rows float64, annotation
-    records uint8)``, one sample per image (rows and records as :class:`ImageSource` made them).
-    Images are on the GPU ``device_id`` when it is given (decoded there with ``device='gpu'``;
-    copied there by DALI, ahead of time, with ``device='cpu'``), else in host memory. The dynamic
-    executor is forced: every output is a buffer of its own, alive as long as something references
-    it, so the loader hands them out without a copy.
-
-    The external-source worker is forked while no CUDA context exists in this process: it shares the
-    loader's memory (frames, imported modules) instead of importing torch and DALI a second time
-    (150-400 MB less). DALI refuses to fork once CUDA is initialised (a GPU model built first);
-    then the worker is spawned.
+    Outputs ``(images CHW float32, parameter rows float64, annotation records uint8)``, one sample
+    per image. Images are on the GPU ``device_id`` when given, else in host memory. The dynamic
+    executor gives every output a buffer of its own, so the loader hands them out without a copy.
+    The worker is forked while no CUDA context exists (sharing the loader's memory: 150-400 MB less),
+    else spawned (DALI refuses to fork once CUDA is initialised).
     """
     from nvidia.dali import backend, fn, pipeline_def, types
 
@@ -163,12 +153,10 @@ def build_pipeline(source: ImageSource, n_cams: int, device_id: int | None, seed
 
 
 def build_within(build: Callable[[], Any], timeout_s: float, iteration: int) -> Any:
-    """``build()`` (the pipeline build, which forks and starts the python workers) with a deadline.
-
-    The build stays on the calling thread (forking from a helper thread can leave a worker stuck on
-    a lock another thread held at the fork). A timer kills the worker processes started meanwhile
-    once ``timeout_s`` has passed, which makes DALI's wait for them fail; that failure is raised as
-    :class:`PipelineStartError` naming the stage and the key. The build's own errors are raised as is.
+    """``build()`` (which forks and starts the python workers) with a deadline: it stays on the
+    calling thread (a fork from a helper thread can inherit a held lock), and a timer kills the
+    workers started meanwhile once ``timeout_s`` has passed; the failure that makes is raised as
+    :class:`PipelineStartError`. The build's own errors are raised as is.
     """
     before = set(multiprocessing.active_children())
     state = threading.Lock()

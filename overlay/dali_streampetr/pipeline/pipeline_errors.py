@@ -1,12 +1,7 @@
-"""The errors of the DALI pipeline, each raised with a message that names the sample, camera and path
-or the stage, the setting and what to try. After any of them the next ``next()`` rebuilds.
-
-- The loader's own faults (:class:`LoaderFaultError`): what stops the pipeline from delivering a
-  batch, a dead or stalled worker, a build that does not finish (:mod:`.watchdog`, :mod:`.graph`).
-- A bad camera image (:class:`BadImageError`): unreadable or of another size (:mod:`.source`),
-  undecodable, or too many of them under ``on_bad_image='skip'`` (:mod:`.failures`).
-- :class:`AssemblyError`: the batch assembly failed on the watchdog's thread; the loader raises what
-  it carries.
+"""The errors of the DALI pipeline: the loader's own faults (:class:`LoaderFaultError`), a bad camera
+image (:class:`BadImageError`) and a failed assembly (:class:`AssemblyError`), each with a message that
+names the sample, camera and path or the stage, the setting and what to try. After any of them the
+next ``next()`` rebuilds.
 """
 
 from __future__ import annotations

@@ -21,13 +21,10 @@ from .watchdog import watch_owner
 
 
 class ImageSource:
-    """Batch callback of the external source: for iteration ``i`` (plus the resume offset) read the
-    planned frames' encoded images, compute their decode/resample parameters and the frames' training
-    targets (geometry and annotations, :mod:`..batch.wire`; which targets, the mode says). With
-    ``py_num_workers > 0`` this runs in DALI's worker process, off the training process. Picklable:
-    the loader's ``planner`` goes with it, and the source plans with a copy of its own, made where
-    it runs (:meth:`..sampling.plan.BatchPlanner.fresh`). ``replaced``: paths known to be
-    undecodable, served as a black image (``on_bad_image='skip'``)."""
+    """Batch callback of the external source (in DALI's worker process when ``py_num_workers > 0``):
+    iteration ``i`` (plus the resume offset)'s encoded images, parameter rows and targets
+    (:mod:`..batch.wire`). It plans with a copy of ``planner`` of its own, made where it runs.
+    ``replaced``: paths known to be undecodable, served black (``on_bad_image='skip'``)."""
 
     def __init__(
         self,

@@ -3,28 +3,17 @@
 The batch the training thread asks for next is run and assembled on the watchdog's thread while
 the model trains on the current one, so that ``next()`` only takes a ready batch.
 
-DALI's parallel external source does not notice a worker process that was killed (what an
-out-of-memory kill looks like): the main process blocks for ever on the shared task queue. The
-watchdog runs ``pipe.run()`` on its own daemon thread and waits for it in short slices, checking
-the worker processes' exit codes between slices; a dead worker or no batch within the deadline
-raises at once. A run that never returns leaves its thread (and pipeline) behind: nothing can
-unblock it, and the loader builds a new pipeline.
+DALI's parallel external source does not notice a killed worker (an out-of-memory kill): the main
+process blocks for ever. So ``pipe.run()`` runs on a daemon thread, waited for in short slices that
+check the workers' exit codes: a dead worker or no batch within the deadline raises at once. A run
+that never returns leaves its thread and pipeline behind, and the loader builds a new pipeline.
 
-The pipeline's python worker processes: which they are, which have died and how, the error that
-says so, and their lifeline.
-
-The lifeline: the workers end themselves when the process that owns the loader dies. A DALI python
-worker whose loader process is killed (SIGKILL by the out-of-memory killer or a scheduler, a crash
-through ``os._exit``) is re-parented and would wait for tasks for ever, holding its memory. Every
-worker therefore runs a daemon thread that checks its parent pid every ``POLL_S`` and exits the
-worker (``os._exit(EXIT_CODE)``) once it is not the loader's process any more. The PyTorch
-DataLoader's workers do the same (they poll their parent's pid too). ``PR_SET_PDEATHSIG`` is not
-used: it fires when the *thread* that forked exits, and the loader may be built on a thread that
-ends long before the loader does.
-
-Forked workers (the default) start the thread in an ``os.register_at_fork`` handler that is armed
-only while the loader builds its pipeline (:func:`forking_workers`); spawned workers (once CUDA is
-initialised) start it when their callback is unpickled (:func:`watch_owner`).
+The lifeline: a worker whose loader process dies would be re-parented and wait for ever, holding
+its memory. Every worker runs a thread that polls its parent pid every ``POLL_S`` and exits
+(``os._exit(EXIT_CODE)``) once it is not the loader's, as PyTorch's DataLoader workers do
+(``PR_SET_PDEATHSIG`` fires when the forking *thread* exits, which may be long before the loader).
+Forked workers start it from an ``os.register_at_fork`` handler armed only while the pipeline is
+built (:func:`forking_workers`), spawned ones when their callback is unpickled (:func:`watch_owner`).
 """
 
 from __future__ import annotations
@@ -48,10 +37,8 @@ def worker_processes(pipe: Any) -> list:
     return list(getattr(pool, "_processes", None) or [])
 
 
-def describe_exit(code: int | None) -> str:
-    """``exit code 3`` / ``killed by SIGKILL``."""
-    if code is None:
-        return "running"
+def describe_exit(code: int) -> str:
+    """``exit code 3`` / ``killed by SIGKILL`` of an exited worker."""
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
@@ -136,15 +123,12 @@ ASSEMBLY_STAGE = "assembling the batch from the pipeline's outputs"
 
 
 class PipelineWatchdog:
-    """``pipe.run()`` + ``prepare(outputs, iteration)`` on a thread of their own, one iteration ahead
-    of the training thread, with a deadline and worker liveness checks on the wait.
+    """``pipe.run()`` + ``prepare(outputs, iteration)`` on a thread of their own, one iteration ahead.
 
-    ``request(i)`` starts iteration ``i`` without waiting (the loader asks for the next batch as soon
-    as it hands one over, so it is run and assembled while the model trains); ``run(i)`` takes it,
-    requesting it first when nobody did. The deadline counts from when ``run()`` starts waiting.
-    The thread starts a requested run ``grace_s`` late: ``pipe.run()`` wakes the pipeline's threads
-    and worker, which on a host with few cores would otherwise preempt the training thread (and take
-    the GIL) before it has left ``next()``. DALI's own prefetch queue keeps the pipeline busy meanwhile.
+    ``request(i)`` starts iteration ``i`` without waiting; ``run(i)`` takes it (requesting it first
+    when nobody did), the deadline counting from when it starts waiting. A requested run starts
+    ``grace_s`` late, so that the pipeline's threads it wakes do not preempt the training thread
+    (and take the GIL) on a host with few cores before it has left ``next()``.
     """
 
     def __init__(

@@ -2,14 +2,9 @@
 (:mod:`.dataloader`), the collated batches (:mod:`.collate`) and the hooks. Imports mmcv, except
 :mod:`.schedule`.
 
-The patched plugin files (``mmdet_train.py``, ``core/apis/test.py``, ``datasets/builder.py``,
-the samplers, ``attention.py``) call the logic their hooks need through this package's names
-(:data:`__all__`): ``from dali_streampetr.runner import X``. Each name is imported on first use
-(PEP 562), so a hook imports only the module that defines it (none of them DALI):
-:mod:`.devices` (the model on the CPU), :mod:`.checkpoints` (atomic writes, resume),
-:mod:`.upstream_loaders` (the evaluation loader of ``--validate`` and ``tools/test.py``, scene
-shards, sampler options, loader hooks),
-:mod:`.eval_gather` (results in dataset order), :mod:`.attention` (attention without flash-attn).
+The patched plugin files call the logic their hooks need through this package's names
+(:data:`__all__`), each imported on first use (PEP 562), so a hook imports only the module that
+defines it (none of them DALI).
 """
 
 from __future__ import annotations

@@ -20,13 +20,10 @@ from ..atomic_file import replace_file
 def write_checkpoints_atomically(runner: Any) -> None:
     """Make ``runner.save_checkpoint`` leave each checkpoint whole or absent, and latest.pth valid.
 
-    mmcv 1.x writes a checkpoint in place and re-links latest.pth by unlink + symlink, so a kill
-    during the write (a preempted job) leaves a torn ``iter_N.pth`` that --auto-resume then picks,
-    and one between unlink and symlink leaves no latest.pth. Here mmcv writes its own format into
-    the temporary file of the package's writer (:mod:`..atomic_file`), a hidden
-    ``.iter_N.pth.partial`` that is fsynced and renamed into place; latest.pth is replaced by a
-    rename too. CheckpointHook removes old checkpoints (max_keep_ckpts) only after the new one is in
-    place. Temporary files of a killed writer are removed by the next save.
+    mmcv 1.x writes in place and re-links latest.pth by unlink + symlink: a kill leaves a torn
+    ``iter_N.pth`` (that --auto-resume picks) or no latest.pth. Here mmcv writes into the package's
+    atomic writer's temporary file (:mod:`..atomic_file`, a hidden ``.iter_N.pth.partial``), and
+    latest.pth is replaced by a rename too; the next save removes a killed writer's temporary files.
     """
     save = runner.save_checkpoint
     default_tmpl = inspect.signature(save).parameters["filename_tmpl"].default

@@ -1,9 +1,6 @@
-"""The plain batch (:mod:`..batch_schema`) as mmcv's collated batch of each split, and the collate
-steps that note what a batch carried: :func:`to_collated`, the training DataLoader's batch
-(DataContainers, ``LiDARInstance3DBoxes``, ``img_metas``); :func:`to_eval_collated`, the test
-DataLoader's (the ``MultiScaleFlipAug3D`` list nesting); :class:`SlotLog`, what each training slot
-got, appended to a JSONL file (``data_loading_config.log_slots``); :class:`SkippedImages`, the test
-images served black. Imports mmcv/mmdet3d at module level, as the rest of :mod:`.` does."""
+"""The plain batch (:mod:`..batch_schema`) as mmcv's collated batch of each split
+(:func:`to_collated`, :func:`to_eval_collated`), and the collate steps that note what a batch
+carried: :class:`SlotLog` (``data_loading_config.log_slots``) and :class:`SkippedImages`."""
 
 from __future__ import annotations
 
@@ -54,9 +51,7 @@ def to_collated(batch: dict[str, Any]) -> dict[str, DataContainer]:
 
 
 def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
-    """Sample ``b``'s ``img_metas`` entry as ``Collect3D`` makes it in the test pipeline: the test
-    configs' ``meta_keys`` in their order, with ``flip`` (``MultiScaleFlipAug3D`` sets it) and the box
-    mode and type (the dataset's ``pre_pipeline``)."""
+    """Sample ``b``'s ``img_metas`` entry as the test pipeline's ``Collect3D`` makes it."""
     meta = {
         **batch["img_metas"][b][0],
         "flip": False,
@@ -67,13 +62,9 @@ def eval_meta(batch: dict[str, Any], b: int = 0) -> dict[str, Any]:
 
 
 def to_eval_collated(batch: dict[str, Any]) -> dict[str, list[DataContainer]]:
-    """What upstream's test DataLoader yields: ``mmcv.parallel.collate`` of the batch's samples (as
-    upstream's test pipeline returns each: ``Collect3D``'s dict, each value a list of one
-    DataContainer, ``PETRFormatBundle3D``'s formats) with ``samples_per_gpu`` = their number (1 in
-    ``tools/test.py``), built
-    directly: the images are DALI's batch tensor as it is, not stacked again (collate's copy would
-    cost the evaluating thread a copy of every image). The equality with collate's own output is
-    checked against upstream's DataLoader (tests/equivalence/test_eval_split_stack.py)."""
+    """What upstream's test DataLoader yields (``mmcv.parallel.collate`` of the test pipeline's
+    samples), built directly: the images are DALI's batch tensor as it is, not copied by a stack
+    (checked against upstream's DataLoader in tests/equivalence/test_eval_split_stack.py)."""
     n = len(batch["img_metas"])
     metas = [eval_meta(batch, b) for b in range(n)]
     out = {

@@ -26,12 +26,10 @@ from .state_hook import DaliStreamStateHook, checkpoint_problem
 
 
 class DaliDataLoader(DataLoader):
-    """The DALI loader where upstream passes its ``DataLoader``, for training (mmcv's runners: iter,
-    next, ``len``, ``sampler.set_epoch``; the runner hooks it brings) and for evaluation (``dataset``
-    is upstream's test dataset: its length, ``evaluate`` and ``format_results``; or
-    :class:`FrameCount` on a rank that does not evaluate). A ``DataLoader`` subclass because mmcv's
-    ``EvalHook`` refuses anything else; ``DataLoader.__init__`` is not run (no sampler, no workers of
-    its own). ``skipped``: the collate step that lists the images a pass served black, if any."""
+    """The DALI loader where upstream passes its ``DataLoader``, for training and for evaluation
+    (``dataset``: upstream's test dataset, or :class:`FrameCount`). A ``DataLoader`` subclass because
+    mmcv's ``EvalHook`` refuses anything else; ``DataLoader.__init__`` is not run. ``skipped``: the
+    collate step that lists the images a pass served black, if any."""
 
     def __init__(
         self, loader: DaliStreamLoader, dataset: Any = None, skipped: SkippedImages | None = None
@@ -90,14 +88,10 @@ class FrameCount:
 
 
 def distributed_args(settings: LoaderConfig, rank: int | None = None, world_size: int | None = None) -> dict:
-    """Rank, world size and DALI device id of this process (``rank`` / ``world_size``: another
-    rank's, as a tool that plays every rank in one process passes them).
-
-    The real rank and world size in every mode: the loader derives the sampler's rank 0 / 1 replica
-    itself when ``data_loading_config.replicate_dataset_per_gpu`` is set, and keeps the real rank for
-    its augmentation draws (as upstream's ``worker_init_fn`` does), so the ranks of a replicated run
-    still draw different crops and flips. ``device_id`` is the local rank when DALI runs on the GPU
-    (``settings.device``), else None."""
+    """Rank, world size (the real ones unless given: a tool that plays every rank passes them) and
+    DALI device id of this process. Replicated runs too get the real rank: the loader derives the
+    sampler's rank 0 of 1 itself and keeps the real rank for its draws, as upstream's
+    ``worker_init_fn`` does."""
     real_rank, real_world_size = get_dist_info()
     return {
         "rank": real_rank if rank is None else rank,
@@ -119,26 +113,18 @@ def build_dali_loader(
     ann_file: str | Path | None = None,
     **overrides: Any,
 ) -> DaliDataLoader:
-    """The DALI drop-in for upstream's DataLoader of ``data.<split>``: ``train`` (``tools/train.py``),
-    ``test`` (``tools/test.py``) or ``val`` (the evaluation hook of ``--validate``). The config is read
-    once, here: every value the loader does not reproduce is refused by name before any frame is read.
+    """The DALI drop-in for upstream's DataLoader of ``data.<split>`` (``train``, ``test``, ``val``),
+    the config read once, here: what the loader does not reproduce is refused before any frame is read.
 
-    The files: the config's (the info file ``data.<split>.ann_file`` as given, relative to the
-    working directory as upstream's dataset reads it; the images under ``data.<split>.data_root``),
-    or ``data_root`` / ``ann_file`` as :func:`..loader.build_loader` takes them (tools that place the
-    files themselves). This process's rank, world size and DALI device: :func:`distributed_args`;
-    ``rank`` / ``world_size`` given, the caller plays the ranks itself and no process group is
-    required. ``seed``: the config's by default; ``collate``: the collated batch (training: through
-    the slot log with ``data_loading_config.log_slots=True``, ``<work_dir>/slots_rank<r>.jsonl``,
-    appended to when the run resumes); ``overrides``: ``data_loading_config`` keys. Skipped bad
-    images are reported in the runner's log.
+    Files: the config's, or ``data_root`` / ``ann_file`` as :func:`..loader.build_loader` takes them.
+    ``rank`` / ``world_size`` given, the caller plays the ranks and no process group is required.
+    ``seed``: the config's by default; ``collate``: the collated batch (training with
+    ``log_slots=True``: through ``<work_dir>/slots_rank<r>.jsonl``); ``overrides``:
+    ``data_loading_config`` keys.
 
-    Training: the loader carries ``CLASSES`` from the config's ``class_names`` for the checkpoint meta
-    and ``model.CLASSES``, ``runner_hooks`` that keep its stream position in checkpoints, and
-    ``checkpoint_problem`` for ``--auto-resume``; the run's schedule is logged. Evaluation:
-    ``dataset`` is upstream's test dataset (built by the caller: its length and ``evaluate``), None on
-    a rank that does not evaluate, which then gets :class:`FrameCount`; ``skipped_images()`` lists
-    what a pass served black."""
+    Training: the loader carries ``CLASSES``, the ``runner_hooks`` that keep its stream position in
+    checkpoints and ``checkpoint_problem`` for ``--auto-resume``. Evaluation: ``dataset`` is
+    upstream's test dataset, None on a rank that does not evaluate (it gets :class:`FrameCount`)."""
     settings = loader_config_from(cfg, split, **overrides)  # the one read of the config
     place = distributed_args(settings, rank, world_size)
     if rank is None or world_size is None:

@@ -1,11 +1,9 @@
 """The model on the CPU when CUDA is unavailable: what the patched ``custom_train_detector``
 (``mmdet_train.py``) wraps the model in instead of moving it to a GPU.
 
-mmcv's wrappers need no CUDA: ``MMDataParallel`` without device ids is mmcv's CPU path (it unpacks
-DataContainers); for multi-process CPU (gloo) runs ``MMDistributedDataParallel`` without device ids,
-then ``device_ids=[-1]`` so mmcv 1.6's ``train_step`` still scatters DataContainers to the CPU, and
-its forward (the distributed evaluation hook's) scatters the same way, since torch 2's
-``DDP.forward`` refuses device -1.
+``MMDataParallel`` without device ids is mmcv's CPU path; multi-process CPU (gloo) runs get
+``MMDistributedDataParallel`` with ``device_ids=[-1]`` so mmcv 1.6's ``train_step`` scatters to the
+CPU, and a forward that scatters the same way (torch 2's ``DDP.forward`` refuses device -1).
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ def gather_results(
     result_part: list, data_loader: Any, tmpdir: str | None = None, *, gpu_collect: bool = False
 ) -> list | None:
     """Rank 0: every rank's results in dataset order, each at the dataset index this rank's sampler
-    yielded for it (the torch sampler and the DALI test loader's alike: shards may differ in length,
-    ``test_sharding='scenes'``), through the process group (``gpu_collect``) or a shared folder."""
+    yielded for it, through the process group (``gpu_collect``) or a shared folder."""
     indices, size = [int(i) for i in data_loader.sampler], len(data_loader.dataset)
     if gpu_collect:
         return gather_results_gpu(result_part, size, indices=indices)
@@ -36,10 +35,8 @@ def gather_results_cpu(
     """Rank 0: the results of every rank in dataset order (`indices`: the dataset index of each of
     this rank's results), through a shared folder; the other ranks: None."""
     rank, world_size = get_dist_info()
-    # create a tmp dir if it is not specified
-    if tmpdir is None:
+    if tmpdir is None:  # rank 0 makes one and broadcasts its name, padded with spaces (32)
         MAX_LEN = 512
-        # 32 is whitespace
         dir_tensor = torch.full((MAX_LEN,), 32, dtype=torch.uint8, device="cuda")
         if rank == 0:
             mmcv.mkdir_or_exist(".dist_test")
@@ -50,17 +47,12 @@ def gather_results_cpu(
         tmpdir = dir_tensor.cpu().numpy().tobytes().decode().rstrip()
     else:
         mmcv.mkdir_or_exist(tmpdir)
-    # dump the part result to the dir
     mmcv.dump((list(indices), result_part), osp.join(tmpdir, f"part_{rank}.pkl"))
     dist.barrier()
-    # collect all parts
     if rank != 0:
         return None
-    # load results of all parts from tmp dir
     part_list = [mmcv.load(osp.join(tmpdir, f"part_{i}.pkl")) for i in range(world_size)]
-    # each result at its frame's index (shards of any length; upstream's padding: the first result)
     ordered_results = in_dataset_order(part_list, size)
-    # remove tmp dir
     shutil.rmtree(tmpdir)
     return ordered_results
 

@@ -1,17 +1,13 @@
 """Checkpoint when SLURM warns, then requeue: ``CheckpointOnSignalHook`` (a config's custom hook).
 
-``sbatch --requeue --signal=USR1@120`` sends SIGUSR1 to every task 120 s before the time limit
-(``scancel --signal=USR1 <job>`` does so by hand). The hook saves a checkpoint at the next
-iteration boundary through ``runner.save_checkpoint`` (the path the periodic ``CheckpointHook`` takes, so the
-DALI loader's stream state goes into it as into every checkpoint), then rank 0 runs
-``scontrol requeue $SLURM_JOB_ID``: SLURM ends the job and starts it again, and ``--auto-resume``
-continues from that checkpoint on the exact data stream.
+``sbatch --requeue --signal=USR1@120`` sends SIGUSR1 to every task 120 s before the time limit. The
+hook saves a checkpoint after the current iteration through ``runner.save_checkpoint`` (so the DALI
+loader's stream state goes into it), then rank 0 runs ``scontrol requeue $SLURM_JOB_ID``, and
+``--auto-resume`` continues from that checkpoint on the exact data stream.
 
-The ranks get the signal at slightly different times; after every iteration they agree (one
-all-reduce of a flag) whether any of them was warned, so all save after the same iteration. Until
-the first iteration SIGUSR1 is ignored, so that the loader's worker processes, started with the
-first batch, inherit "ignore" (SLURM signals every process of the step, and SIGUSR1's default
-action would end a worker); then the trainer's handler is installed.
+After every iteration the ranks agree (one all-reduce) whether any was warned, so all save after the
+same iteration. Until the first iteration SIGUSR1 is ignored, so that the loader's workers inherit
+"ignore" (SLURM signals every process of the step; the default action would end a worker).
 
 Register it with ``custom_imports = dict(imports=['dali_streampetr.runner.requeue'])`` and
 ``custom_hooks = [dict(type='CheckpointOnSignalHook')]`` (see docs/slurm.md).
@@ -54,9 +50,8 @@ class CheckpointOnSignalHook(Hook):
             self.handler_installed = True
 
     def saves_checkpoint_after(self, runner: Any) -> bool:
-        """Whether this hook saves a checkpoint after the running iteration. The ranks decide it
-        together, at the first call of the iteration (the DALI loader's state hook asks first, on
-        every rank, so that every rank's stream state goes into the checkpoint)."""
+        """Whether this hook saves a checkpoint after the running iteration, decided by the ranks
+        together at the first call of the iteration (the DALI loader's state hook asks first)."""
         if self.decided_at != runner.iter:
             self.decided_at, self.due = runner.iter, _any_rank(self.warned)
             if self.due:

@@ -1,12 +1,7 @@
-"""The DALI loader's stream position in checkpoints: the mmcv hook that keeps it in every
-checkpoint and continues it on resume, and whether this loader can continue the data stream of a
-checkpoint (``--auto-resume`` skips one it cannot; ``tools/tool_hooks/checkpoint_probe.py`` asks
-``loader.checkpoint_problem``).
-
-A checkpoint is read here without running code from it: ``torch.load(weights_only=True)`` with
-torch's allowlist and the numpy types an mmcv checkpoint may hold (:data:`CHECKPOINT_GLOBALS`, the
-list ``tools/tool_hooks/checkpoint_probe.py`` probes with); a file naming any other global is
-refused by torch (``pickle.UnpicklingError``).
+"""The DALI loader's stream position in checkpoints: the mmcv hook that keeps it in every checkpoint
+and continues it on resume, and whether a checkpoint's stream fits this loader (``--auto-resume``
+skips one that does not). Checkpoints are read with ``torch.load(weights_only=True)``, allowing the
+numpy types an mmcv checkpoint may hold (:data:`CHECKPOINT_GLOBALS`): no code runs from them.
 """
 
 from __future__ import annotations
@@ -34,9 +29,8 @@ def checkpoint_meta(checkpoint: str) -> dict[str, Any]:
 
 
 def checkpoint_problem(loader: Any, checkpoint: str) -> str | None:
-    """Why ``loader`` (a :class:`~..loader.DaliStreamLoader`) cannot continue the data
-    stream of ``checkpoint`` (its stored DALI state does not fit this run), or None. A checkpoint
-    without a DALI state (the PyTorch loader's) is accepted, as ``--resume-from`` accepts it."""
+    """Why ``loader`` cannot continue the data stream of ``checkpoint``, or None (also for a checkpoint
+    without a DALI state, which ``--resume-from`` accepts)."""
     meta = checkpoint_meta(checkpoint)
     if META_KEY not in meta:
         return None
@@ -50,10 +44,8 @@ def checkpoint_problem(loader: Any, checkpoint: str) -> str | None:
 
 
 class DaliStreamStateHook(Hook):
-    """Every checkpoint carries each rank's loader state (``meta['dali_loader']['ranks']``); on
-    resume each rank checks its entry against its own loader (:func:`..resume.fitting_state`) and
-    continues at the runner's iteration, before the first batch builds the pipeline. A state that
-    does not fit is refused."""
+    """Every checkpoint carries each rank's loader state (``meta['dali_loader']['ranks']``); on resume
+    each rank continues at the runner's iteration once its entry fits (:func:`..resume.fitting_state`)."""
 
     def __init__(self, loader: DaliStreamLoader, cfg: Any) -> None:
         self.loader, self.cfg = loader, cfg
@@ -95,10 +87,8 @@ class DaliStreamStateHook(Hook):
 
 
 def checkpoint_due(runner: Any, *, by_epoch: bool = False) -> bool:
-    """Whether a CheckpointHook saves after this iteration (``by_epoch=False``) or epoch (the same
-    test it makes), or, after an iteration, another hook that says so through
-    ``saves_checkpoint_after(runner)`` (``requeue.CheckpointOnSignalHook``); every rank reaches the
-    same answer, so the gather above is collective."""
+    """Whether a CheckpointHook saves after this iteration or epoch (its own test), or another hook
+    says so (``saves_checkpoint_after``); every rank reaches the same answer."""
 
     def due(h: Any) -> bool:
         if not isinstance(h, CheckpointHook):

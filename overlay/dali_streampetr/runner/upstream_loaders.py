@@ -1,10 +1,7 @@
-"""Upstream's loader path as the patched plugin files and ``tools/`` take it: the evaluation loader of
-``--validate`` and ``tools/test.py`` (:func:`build_val_loader`: the DALI test loader where
-:func:`..settings.uses_dali` says so, else upstream's DataLoader split by
-``data_loading_config.test_sharding``), the scene shard of the plugin's ``DistributedSampler``
-(:func:`scene_shard`), the training ``build_dataloader`` options of ``data_loading_config``
-(:func:`loading_options`) and the runner hooks a ready (DALI) training loader brings
-(:func:`register_loader_hooks`)."""
+"""Upstream's loader path as the patched plugin files and ``tools/`` take it: the evaluation loader
+(:func:`build_val_loader`), the scene shard of the plugin's ``DistributedSampler``
+(:func:`scene_shard`), the training ``build_dataloader`` options (:func:`loading_options`) and the
+runner hooks a ready training loader brings (:func:`register_loader_hooks`)."""
 
 from __future__ import annotations
 
@@ -35,11 +32,9 @@ def print_part(loader: Any, sharding: str, size: int) -> None:
 def build_val_loader(
     cfg: Any, val_dataset: Any, distributed: bool, samples_per_gpu: int, split: str = "val"
 ) -> Any:
-    """The evaluation loader over ``val_dataset`` of ``data.<split>``: ``val``, the ``--validate``
-    hook's; ``test``, ``tools/test.py``'s (there ``val_dataset`` is None on a rank that does not
-    evaluate, with DALI). The DALI test loader (``build_dali_loader(cfg, split, val_dataset)``) with
-    ``uses_dali(cfg, split)``, else upstream's DataLoader as ``custom_train_detector`` builds it,
-    its sampler split by :func:`sharding_of`; a distributed run prints each rank's part."""
+    """The evaluation loader over ``val_dataset`` of ``data.<split>`` (``val``: ``--validate``'s;
+    ``test``: ``tools/test.py``'s): the DALI test loader with ``uses_dali(cfg, split)``, else
+    upstream's DataLoader split by :func:`sharding_of`; a distributed run prints each rank's part."""
     if uses_dali(cfg, split):
         from .dataloader import build_dali_loader
 

@@ -1,45 +1,37 @@
 """Which test frames each of K ranks evaluates, and the ranks' results put back in dataset order.
 
-StreamPETR tests a scene frame by frame, carrying its memory from one frame to the next and
-resetting it where ``scene_token`` changes. Two shardings of the test set (config key
-``data_loading_config.test_sharding``, read by :func:`sharding_of`):
+StreamPETR tests a scene frame by frame, resetting its memory where ``scene_token`` changes. Two
+shardings (``data_loading_config.test_sharding``, :func:`sharding_of`):
 
-- ``'upstream'``: the plugin's ``DistributedSampler(shuffle=False)``: the index list wrapped around
-  to ``K * ceil(N / K)`` and cut into K equal contiguous chunks (:func:`upstream_chunks`). Up to K - 1
-  scenes are cut in two: the frames after a cut run without the memory of the frames before it,
-  so the predictions (and mAP, NDS) depend on K.
-- ``'scenes'``: whole scenes (:func:`scene_shards`): contiguous runs of scenes in dataset order,
-  balanced by frame count, no padding. Every rank starts its memory at a scene's first frame, as one
-  process does, so every frame's prediction is the one a single process makes.
+- ``'upstream'``: the plugin's ``DistributedSampler(shuffle=False)`` (:func:`upstream_chunks`). Up to
+  K - 1 scenes are cut in two, the frames after a cut run without the memory of the frames before
+  it, so the predictions (and mAP, NDS) depend on K.
+- ``'scenes'``: whole scenes per rank (:func:`scene_shards`): every frame's prediction is the one a
+  single process makes.
 
-``tools/test.py``'s gather (:func:`in_dataset_order`) puts each rank's results back at their dataset
-index, which holds for both shardings (upstream's: the first result of a frame wins, as upstream's
-concatenate-and-cut keeps it). Numpy only: the plugin's sampler and the DALI test loader both use it.
+The gather (:func:`in_dataset_order`) puts each rank's results back at their dataset index. Numpy
+only: the plugin's sampler and the DALI test loader both use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..settings import ConfigValueError, uses_dali
+from ..settings import ConfigValueError, config_get, uses_dali
 
 SCENES, UPSTREAM = "scenes", "upstream"
 SHARDINGS = (SCENES, UPSTREAM)
 SHARDING_KEY = "data_loading_config.test_sharding"
 
 
-def _get(cfg: Any, key: str) -> Any:
-    return cfg.get(key) if isinstance(cfg, Mapping) or hasattr(cfg, "get") else getattr(cfg, key, None)
-
-
 def sharding_of(cfg: Any) -> str:
     """The test sharding ``cfg`` selects: ``data_loading_config.test_sharding`` where it is given,
     else ``'scenes'`` for a config that trains on DALI (``uses_dali(cfg, 'train')``) and
     ``'upstream'`` for the others (:func:`checked_sharding`)."""
-    value = _get(_get(cfg, "data_loading_config") or {}, "test_sharding")
+    value = config_get(config_get(cfg, "data_loading_config") or {}, "test_sharding")
     return checked_sharding(value, dali=uses_dali(cfg, "train"))
 
 
@@ -76,11 +68,7 @@ def scene_shards(scene_ids: Sequence[Any] | np.ndarray, world_size: int) -> list
     moves to the nearest scene boundary (a tie: the earlier one), so ranks are contiguous runs of
     whole scenes in dataset order, every frame in exactly one rank, and a rank is empty where two
     cuts meet (K above the number of scenes, or a scene longer than N / K).
-
-    Balance: a cut moves at most half a scene, and the frames it moves belong to the scene of the
-    rank it grows, so a rank holds at most N / K frames plus half of its first and half of its last
-    scene: at most the ideal share plus one of its own scenes
-    (``tests/loader/sampling/test_eval_shards.py``)."""
+    A rank holds at most the ideal share plus one of its own scenes (a cut moves at most half a scene)."""
     if world_size < 1:
         raise ValueError(f"world_size must be >= 1, got {world_size}")
     starts = scene_starts(scene_ids)
@@ -107,11 +95,8 @@ def upstream_chunks(size: int, world_size: int) -> list[list[int]]:
 def frames_without_memory(
     scene_ids: Sequence[Any] | np.ndarray, shards: Sequence[Sequence[int]]
 ) -> list[int]:
-    """The frames whose kept result (the first, as the gather keeps it) a rank computes without the
-    memory one process has: the model resets where the scene id changes from the rank's previous
-    frame, so a frame has the right memory where it starts its scene after a frame of another scene
-    (or first on its rank), or follows its predecessor on the same rank, which had it. None with
-    scene shards; with upstream's chunks, the frames after each cut up to their scene's end."""
+    """The frames whose kept result (the first) a rank computes without the memory one process has:
+    none with scene shards; with upstream's chunks, the frames after each cut up to their scene's end."""
     ids = np.asarray(scene_ids)
     first = np.zeros(len(ids), dtype=bool)
     first[scene_starts(ids)[:-1]] = True
@@ -128,11 +113,9 @@ def frames_without_memory(
 
 
 def in_dataset_order(parts: Sequence[tuple[Sequence[int], Sequence[Any]]], size: int) -> list[Any]:
-    """The results of the ranks' ``parts`` (per rank, in rank order: the dataset index of each of its
-    results, and the results) in dataset order, one per frame ``0 .. size-1``. A frame a rank evaluated
-    twice (upstream's wrap-around) keeps its first result in rank order, as upstream's concatenate-and-cut
-    does. Raises ``ValueError`` naming the rank whose counts disagree or index is out of range, and the
-    frames no rank returned."""
+    """The ranks' ``parts`` (per rank: its results' dataset indices, and the results) in dataset order,
+    one per frame; a frame evaluated twice (upstream's wrap-around) keeps its first result. Raises
+    ``ValueError`` naming a rank whose counts disagree or index is out of range, or the missing frames."""
     ordered: list[Any] = [None] * size
     seen = np.zeros(size, dtype=bool)
     for rank, (indices, results) in enumerate(parts):

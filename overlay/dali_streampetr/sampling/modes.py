@@ -1,22 +1,7 @@
 """The sampling modes: what a split's sampler, queues, draws and targets are, one frozen dataclass each
-(:class:`Streaming`, :class:`Queues`, :class:`EvalPass`). The config reader picks one
-(``LoaderConfig.mode``); it travels with the settings into the external source's worker, and the
-planner (:mod:`.plan`) and the image source ask it instead of branching on its kind:
-
-- ``planner(cfg, frames, rank=, world_size=, seed=)``: this rank's :class:`~.plan.BatchPlanner`, with
-  the mode's sampler (:mod:`.samplers`) and the per-frame facts its queues need;
-- ``sample_frames(planner, index, key)``: the frames of the sample at dataset index ``index``;
-- ``draw(aug, key, t)``: the augmentation draw of frame ``t`` of the sample in slot ``key``;
-- ``targets(frame, draw, cfg)``: everything but the pixels of one frame (:mod:`..batch.transforms`).
-
-Upstream's modes (``CustomNuScenesDataset`` + the plugin's ``build_dataloader``):
-
-- streaming: ``seq_mode=True`` (which forces ``queue_length=1``, ``random_length=0``,
-  ``num_frame_losses=1``), ``InfiniteGroupEachSampleInBatchSampler`` under ``IterBasedRunner``;
-- single frame (PETRv1) and sliding window (the 8-key config): ``seq_mode=False``,
-  ``queue_length`` 1 or more, ``DistributedGroupSampler``;
-- test: the test and validation loader (``data.test``, ``data.val``), upstream's test sampler or whole
-  scenes per rank (:data:`SHARDINGS`).
+(:class:`Streaming`, :class:`Queues`, :class:`EvalPass`), implementing :class:`..settings.SamplingMode`.
+The config reader picks one (``LoaderConfig.mode``); the planner (:mod:`.plan`) and the image source
+ask it instead of branching on its kind. Which upstream config selects which mode: docs/loader.md.
 """
 
 from __future__ import annotations
@@ -124,21 +109,12 @@ class Queues:
         return frame_draw(aug, *key) if self.queue_length == 1 else queue_frame_draw(aug, *key, t)
 
 
-def _upstream_shards(frames: Sequence[Frame], world_size: int) -> list[list[int]]:
-    return upstream_chunks(len(frames), world_size)
-
-
-def _scene_shards(frames: Sequence[Frame], world_size: int) -> list[range]:
-    return scene_shards(scene_ids(frames), world_size)  # the frame store's scene column
-
-
 SHARDINGS: dict[str, Callable[[Sequence[Frame], int], Sequence[Sequence[int]]]] = {
-    UPSTREAM: _upstream_shards,
-    SCENES: _scene_shards,
+    UPSTREAM: lambda frames, world_size: upstream_chunks(len(frames), world_size),
+    SCENES: lambda frames, world_size: scene_shards(scene_ids(frames), world_size),
 }
 """How the test loader splits the set between ranks (``EvalPass.sharding``, the config key
-``data_loading_config.test_sharding``): the frames of every rank (:mod:`.eval_shards`). ``upstream``:
-the contiguous chunks of upstream's ``nonshuffler_sampler``; ``scenes``: whole scenes per rank."""
+``data_loading_config.test_sharding``): the frames of every rank (:mod:`.eval_shards`)."""
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,11 @@
 """Per-iteration batch plans: the frames of this rank's batch and their augmentation draws, a pure
 function of the iteration (the image source, in its own process, and the loader agree without talking).
 
-- :class:`BatchPlanner`: this rank's sampler and the sampling mode (:mod:`.modes`), which it asks
-  for the frames of each sample and the draw of each frame; pickled into the external source's
-  worker (its sampler is rebuilt there from its arguments). Outside streaming it also holds the
-  per-frame label and scene facts the queues need, computed once when the loader is built (only
-  ``len(frames)`` and ``frames[i].<attr>`` are used; a :class:`..frames.store.FrameStore` is read
-  column-wise, in one pass over its arrays).
+- :class:`BatchPlanner`: this rank's sampler and the sampling mode (:mod:`.modes`); outside
+  streaming also the per-frame label and scene facts the queues need, computed once.
 - The queue of one training sample outside streaming (:func:`choose_queue`), as upstream's
-  ``prepare_train_data`` and ``__getitem__`` choose them (``CustomNuScenesDataset``, mmdet3d's
-  ``Custom3DDataset``): ``range(index - queue_length - random_length + 1, index)``,
-  ``random.shuffle``d, the first ``random_length`` dropped, sorted, ``index`` appended, negatives
-  clamped to 0; ``prev_exists`` False at the queue's first frame and wherever the scene changes;
-  under ``filter_empty_gt`` a queue whose last ``num_frame_losses`` frames hold no label is refused
-  and ``_rand_another`` draws ``np.random.choice`` over the frames of the same flag group; repeat.
+  ``prepare_train_data`` and ``__getitem__`` choose it, ``filter_empty_gt``'s refusals and
+  ``_rand_another``'s replacements (over the frames of the same flag group) included.
 - The draws: one record per frame (:class:`AugDraw`), with upstream's distributions and call order.
 
 Upstream draws with the worker's global ``random`` / ``np.random``. Here every (rank, iteration,
@@ -171,13 +163,8 @@ class SlotKey(NamedTuple):
 
 
 class BatchPlanner:
-    """``plan(iteration)``: the frames of this rank's batch and their draws, a pure function of the
-    iteration, so the image source (in its own process) and the iterator agree without talking.
-    Frames come sample by sample, each sample's ``T = mode.queue_length`` frames oldest first; which
-    frames a sample holds and how each is drawn, the mode says (:mod:`.modes`).
-
-    A copy (pickled into the external source's worker, or :meth:`fresh` for another thread) has
-    a sampler of its own, built afresh from the sampler's arguments."""
+    """``plan(iteration)``: this rank's batch, sample by sample, each sample's ``T`` frames oldest
+    first, with their draws (:mod:`.modes`). A copy (pickled, or :meth:`fresh`) has a sampler of its own."""
 
     def __init__(
         self,
@@ -195,14 +182,9 @@ class BatchPlanner:
     def fresh(self) -> BatchPlanner:
         """This planner with a sampler of its own, for another thread (a sampler's caches are not
         shared between threads); the facts are read-only and shared."""
-        return BatchPlanner(
-            self.mode,
-            copy.deepcopy(self.sampler),
-            self.aug,
-            self.seed,
-            labelled=self.labelled,
-            scenes=self.scenes,
-        )
+        twin = copy.copy(self)
+        twin.sampler = copy.deepcopy(self.sampler)
+        return twin
 
     def plan(self, iteration: int) -> list[SamplePlan]:
         out = []

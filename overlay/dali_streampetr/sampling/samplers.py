@@ -16,9 +16,6 @@ pure functions of ``i`` (so any batch can be planned directly and a resumed run 
   does on each ``iter()``. The shards are :mod:`.eval_shards`' (``EvalPass.sharding``): upstream's
   ``nonshuffler_sampler`` (the plugin's ``DistributedSampler`` with ``shuffle=False``: the index list
   wrapped to a multiple of the world size, rank ``r`` one contiguous chunk) or whole scenes per rank.
-
-The training samplers share :class:`SamplerBase` (group flags, batch size, seed, this rank's split)
-and the sequence groups of the frames (:func:`group_flags`, upstream's ``_set_sequence_group_flag``).
 """
 
 from __future__ import annotations
@@ -35,13 +32,9 @@ import torch
 
 
 class SamplerBase:
-    """Group flags, the batch size, the seed and this rank's part of the data set. By default the
-    sampler runs as ``rank`` of ``world_size`` replicas (upstream's distributed samplers);
-    ``replicate=True``: every rank samples the whole data set as rank 0 of 1 replica.
-
-    A copy (pickled into the external source's worker, or :func:`copy.deepcopy`) is the sampler built
-    afresh from its arguments (:attr:`arguments`): the same pure function of the iteration, with
-    empty caches and its generators at their start."""
+    """Group flags, batch size, seed and this rank's part: ``rank`` of ``world_size`` replicas, or
+    (``replicate=True``) rank 0 of 1. A copy (pickle, :func:`copy.deepcopy`) is built afresh from
+    :attr:`arguments`: empty caches, generators at their start."""
 
     def __init__(
         self,
@@ -140,18 +133,12 @@ class _Slot:
 
 
 class StreamSampler(SamplerBase):
-    """Frame indices per iteration for this rank's ``batch_size`` slots.
-
-    Sharded (the default): slots ``rank*B + j`` of a ``world_size*B`` global batch (upstream,
-    distributed). ``replicate=True`` (the config key ``replicate_dataset_per_gpu``): every rank
-    samples the whole data set as rank 0 of 1 replica; with ``offset_per_rank`` the stream seed
-    becomes ``seed + rank`` so ranks see different orders.
-    """
+    """Frame indices per iteration for this rank's slots ``rank*B + j`` of the global batch;
+    replicated with ``offset_per_rank``, the stream seed is ``seed + rank``."""
 
     def __init__(
         self, flags: np.ndarray, batch_size: int, *, offset_per_rank: bool = False, **placement: Any
     ) -> None:
-        """``placement``: ``rank``, ``world_size``, ``seed``, ``replicate`` (:class:`SamplerBase`)."""
         super().__init__(flags, batch_size, **placement)
         self.arguments["offset_per_rank"] = offset_per_rank
         if self.replicate and offset_per_rank:
@@ -215,9 +202,7 @@ def epoch_indices(
 
 
 class GroupEpochSampler(SamplerBase):
-    """Frame indices per iteration for this rank (same interface as
-    :class:`StreamSampler`). ``replicate=True``: every rank samples the
-    whole data set as rank 0 of 1 replica (upstream's order, identical on every rank)."""
+    """Frame indices per iteration for this rank (the interface of :class:`StreamSampler`)."""
 
     _cached: tuple[int, list[int]] | None = None  # (epoch, this rank's order of it)
 
@@ -258,12 +243,8 @@ class GroupEpochSampler(SamplerBase):
 
 
 class EvalSampler(SamplerBase):
-    """This rank's test frames, one per batch, in order: its part of ``shards``, the split of the test
-    set between the ranks (:mod:`.eval_shards`: upstream's chunks or whole scenes, ``EvalPass.sharding``).
-    Upstream's test and validation loaders split the set by the real rank (never replicated, whatever
-    ``replicate_dataset_per_gpu`` says). Iterating gives this rank's dataset indices, as a torch sampler
-    yields them (``tools/test.py``'s gather places each result at its index); a rank's part may be
-    empty (more ranks than scenes): its pass then has no batch."""
+    """This rank's test frames (its part of ``shards``, by the real rank: never replicated), one per
+    batch, in order; iterating yields them as a torch sampler does. A part may be empty."""
 
     def __init__(
         self, shards: Sequence[Sequence[int]], batch_size: int = 1, *, rank: int = 0, world_size: int = 1

@@ -1,10 +1,8 @@
 """The no-loader bound: iterations of the real model on batches cached in memory.
 
-Like detectron2's ``benchmark_train`` (which serves 100 cached batches): K batches are taken once from
-the original DataLoader, then the timed iterations run ``model.train_step`` + backward + gradient
-clipping + optimizer step (what ``IterBasedRunner`` with ``OptimizerHook`` does) on them in turn, so
-no loader runs while timing. ``python -m loaderbench.analysis.cachedbound '<json>'`` prints one
-``RESULT`` line.
+Like detectron2's ``benchmark_train``: K batches taken once from the original DataLoader, then
+timed iterations of ``train_step`` + backward + clipping + optimizer step on them in turn.
+``python -m loaderbench.analysis.cachedbound '<json>'`` prints one ``RESULT`` line.
 """
 
 from __future__ import annotations

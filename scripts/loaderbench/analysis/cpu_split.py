@@ -1,14 +1,11 @@
 """Where each loader spends its CPU time: ``python -m loaderbench.analysis.cpu_split [--loader dali|torch]
 [--profile r50|eval] [--threads T] [--batches N] [KEY=VALUE ...]``.
 
-Both loaders are built from the profile's pinned config on the synthetic data set, as ``nox -s
-bench`` builds them. ``--loader dali``: after a few untimed batches, CPU ms per batch of each thread
-over ``--batches`` batches: in the training process DALI's executor (``[DALI] Executor``: the CPU
-decoder runs there) and its pool threads (``[DALI][TPk]Exec``: resize, pad, normalise), the
-external source's worker process (``child:``), and the training process's own Python threads.
-``--loader torch``: CPU ms per sample of each transform of upstream's pipeline, run in this
-process on the profile's frames (training: ``data.train``, eval: ``data.test``), and of the
-dataset's whole ``__getitem__``. One-off analysis (the upstream env); the bench does not run it.
+Both loaders are built as ``nox -s bench`` builds them. ``--loader dali``: CPU ms per batch of each
+thread (DALI's executor, where the CPU decoder runs; its pool threads: resize, pad, normalise; the
+external source's worker, ``child:``; the training process's own threads). ``--loader torch``: CPU
+ms per sample of each transform of upstream's pipeline and of the dataset's whole ``__getitem__``.
+One-off analysis (the upstream env); the bench does not run it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """A StreamPETR info pickle of N distinct frames, made from a small one: nuScenes size from the
 synthetic set (``replicate_infos(src, dst, 28130)`` writes a ~354 MiB pickle, like the real one).
 
-Copy ``j`` of the source infos is deep-copied with every timestamp (key frame, cameras, sweeps)
-shifted by ``j`` times the source's time span plus one second, and every token (frame, scene,
-prev/next, sample data) replaced by a stable hash of (token, j): the copies follow each other in
-time, so the timestamp sort keeps every sequence whole. The last copy may be a prefix (in time
-order) of the source. The images are the source's own (the paths are kept).
+Copy ``j`` has every timestamp shifted by ``j`` times the source's time span plus one second (the
+timestamp sort keeps every sequence whole) and every token replaced by a stable hash of (token, j);
+the last copy may be a prefix of the source. The images are the source's own.
 """
 
 from __future__ import annotations

@@ -4,28 +4,18 @@ The synthetic train infos are replicated to N distinct frames (default 28,130, n
 :mod:`.replica`). Each run builds one loader (r50 config) in 1 or 2 rank processes started
 together and measures, at the same moments in every rank (the ranks wait for each other):
 
-- ``build_s``: the loader's constructor (DALI: read the frame store, or build it first; DataLoader:
-  read + validate the pickle into the dataset, the sampler), ``first_batch_s``;
-- the PSS of each rank's process tree (the process, DALI's worker or the DataLoader's workers)
-  after the imports (before), after the build, after the first batch and after ``--batches``
-  batches; the node's PSS is the sum over the ranks (PSS splits shared pages, so the sum counts
-  each page once);
-- over one full pass (every frame of the rank's share once) of the M-frame replica: the PSS after
-  ``--batches`` batches and at the end of the pass, and the growth per frame touched in between;
-  the same number of batches on the embedded 24 frames shows what the pipeline itself grows by.
+- ``build_s`` (the loader's constructor) and ``first_batch_s``;
+- the PSS of each rank's process tree after the imports, the build, the first batch and
+  ``--batches`` batches, summed over the ranks for the node (PSS counts a shared page once);
+- over one full pass of the M-frame replica: the PSS growth per frame touched after ``--batches``
+  batches (the same batches on the embedded 24 frames: what the pipeline itself grows by).
 
-DALI runs first with an empty store folder (the first build), then with the store present. Every
-DALI run maps its frame store from ``<out>/frame-stores``. The first build is held against the
-reference read of the info file, as upstream's dataset reads it (``mmcv.load``: ``pickle.load``,
-the garbage collector on), timed in a process of its own right before and right after that build;
-then every attribute of every frame of the store is compared with the per-frame reader's
-(``infos.read_frames``). The DataLoader at 2 ranks is measured
-only with ``--torch-ranks 2`` (two 28k-frame DataLoaders need ~8 GB here). Writes
-``<out>/scale.json`` and ``<out>/scale.png``.
+DALI runs first with an empty store folder (the first build; timed against ``mmcv.load`` of the
+info file just before and after it), then with the store present; then every attribute of every
+frame of the store is compared with the per-frame reader's. The DataLoader runs at 2 ranks only
+with ``--torch-ranks 2`` (~8 GB here). Writes ``<out>/scale.json`` and ``<out>/scale.png``.
 
-``--split val``: the test loaders instead (default 6,019 frames, nuScenes val): ``tools/test.py``'s
-DataLoader over the test dataset against the DALI test loader, one frame a batch; the DALI test
-loader maps the same kind of frame store as training (one per info file and node).
+``--split val``: the test loaders instead (default 6,019 frames, nuScenes val), one frame a batch.
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.proctree import memory_mb, tree
-from ..sweep.cases import ROOT, Case, build, enter_checkout, load_config
+from ..sweep.cases import ROOT, Case, build, default_data_root, enter_checkout, load_config
 from .replica import replicate_infos
 from .scale_checks import frame_diffs, reference_read
 
@@ -63,10 +53,8 @@ def tree_pss_mb() -> tuple[float, float]:
 
 
 def settle_heap() -> None:
-    """Let the run-ahead batch finish, then give the allocator's free heap back to the system
-    (glibc ``malloc_trim``), so that a reading counts live memory: without it the training side's
-    freed batch tensors (~26 MB each) stay in the heap or not by the allocator's whim, and the PSS of
-    the rank moves in batch-sized steps that say nothing about the frames."""
+    """Let the run-ahead batch finish, then give the free heap back (glibc ``malloc_trim``): else freed
+    batch tensors (~26 MB each) stay or not by the allocator's whim, and the PSS moves in batch steps."""
     time.sleep(SETTLE_S)
     libc = ctypes.util.find_library("c")
     if libc:
@@ -260,9 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.split == "val" and args.out == ROOT / "out" / "bench-scale":
         args.out = ROOT / "out" / "bench-scale-val"
     if args.data_root is None:
-        from synthdata import ensure_dataset
-
-        args.data_root = ensure_dataset()
+        args.data_root = default_data_root()
     data_root, out = args.data_root.resolve(), args.out.resolve()
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
     out.mkdir(parents=True, exist_ok=True)

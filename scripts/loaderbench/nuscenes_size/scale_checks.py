@@ -28,12 +28,14 @@ def read_once(ann_file: str) -> None:
 
 def reference_read(ann_file: Path) -> tuple[float, str]:
     """(seconds, how) of :func:`read_once` in a process of its own (after its imports)."""
-    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale_checks", "--read", str(ann_file)]
-    how, seconds = _tagged(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    how, seconds = _in_child("--read", str(ann_file))
     return seconds, how
 
 
-def _tagged(stdout: str) -> Any:
+def _in_child(*args: str, env: dict[str, str] | None = None) -> Any:
+    """The tagged result of ``python -m loaderbench.nuscenes_size.scale_checks ARGS``."""
+    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale_checks", *args]
+    stdout = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(next(ln for ln in stdout.splitlines() if ln.startswith(READ_TAG))[len(READ_TAG) :])
 
 
@@ -70,8 +72,7 @@ def frame_diffs(ann_file: Path, data_root: Path, classes: list[str], store_dir: 
     """(frames, differing attributes) of :func:`count_diffs` in a process of its own."""
     env = {**os.environ, "STREAMPETR_DALI_FRAME_STORES": str(store_dir)}
     spec = {"ann_file": str(ann_file), "data_root": str(data_root), "classes": classes}
-    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale_checks", "--diffs", json.dumps(spec)]
-    frames, diffs = _tagged(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
+    frames, diffs = _in_child("--diffs", json.dumps(spec), env=env)
     return frames, diffs
 
 

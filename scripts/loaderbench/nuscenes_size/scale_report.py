@@ -29,74 +29,57 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     """(target, measured, met) for the issue's targets, from the DALI rows."""
     t = SCALE_TARGETS
     out: list[tuple[str, str, bool | None]] = []
+
+    def check(target: str, measured: str, met: bool) -> None:
+        out.append((target, measured, met))
+
     cold, warm, two = _row(result, "dali", 1, cold=True), _row(result, "dali", 1), _row(result, "dali", 2)
     if warm:
-        out.append(
-            (
-                f"start-up with the store <= {t['startup_s']:g} s",
-                f"{warm['build_s']:.2f} s",
-                warm["build_s"] <= t["startup_s"],
-            )
+        check(
+            f"start-up with the store <= {t['startup_s']:g} s",
+            f"{warm['build_s']:.2f} s",
+            warm["build_s"] <= t["startup_s"],
         )
     if cold:
         reads = [r for r in (result["pickle_read_s"], result.get("pickle_read_after_s")) if r]
         how = result.get("pickle_read_how", "read")
-        out.append(
-            (
-                f"first build <= the pickle's read time ({how}, the faster of the reads before and after)",
-                f"{cold['build_s']:.1f} s vs {' / '.join(f'{r:.1f}' for r in reads)} s",
-                cold["build_s"] <= min(reads),
-            )
+        check(
+            f"first build <= the pickle's read time ({how}, the faster of the reads before and after)",
+            f"{cold['build_s']:.1f} s vs {' / '.join(f'{r:.1f}' for r in reads)} s",
+            cold["build_s"] <= min(reads),
         )
         torch = _row(result, "torch", 1)
         if torch:
             measured = f"{cold['build_s']:.1f} s vs {torch['build_s']:.1f} s"
-            out.append(
-                ("first build <= the DataLoader's build", measured, cold["build_s"] <= torch["build_s"])
-            )
+            check("first build <= the DataLoader's build", measured, cold["build_s"] <= torch["build_s"])
     for phase in ("built", "batches"):
         if warm:
             mb = warm["node_pss_added_mb"][phase]
-            out.append(
-                (
-                    f"first rank PSS added <= {t['first_rank_mb']:g} MB ({phase})",
-                    f"{mb:.0f} MB",
-                    mb <= t["first_rank_mb"],
-                )
+            check(
+                f"first rank PSS added <= {t['first_rank_mb']:g} MB ({phase})",
+                f"{mb:.0f} MB",
+                mb <= t["first_rank_mb"],
             )
         if warm and two:
             mb = two["node_pss_added_mb"][phase] - warm["node_pss_added_mb"][phase]
-            out.append(
-                (
-                    f"further rank PSS added <= {t['further_rank_mb']:g} MB ({phase})",
-                    f"{mb:.0f} MB",
-                    mb <= t["further_rank_mb"],
-                )
+            check(
+                f"further rank PSS added <= {t['further_rank_mb']:g} MB ({phase})",
+                f"{mb:.0f} MB",
+                mb <= t["further_rank_mb"],
             )
     if diffs := result.get("frame_diffs"):
-        out.append(
-            (
-                "store frames bit-identical to the per-frame reader's",
-                f"{diffs['diffs']} differing attributes in {diffs['frames']} frames",
-                diffs["diffs"] == 0,
-            )
+        check(
+            "store frames bit-identical to the per-frame reader's",
+            f"{diffs['diffs']} differing attributes in {diffs['frames']} frames",
+            diffs["diffs"] == 0,
         )
-    full = next(
-        (
-            r
-            for r in result["rows"]
-            if r["loader"] == "dali" and "pass" in r and r["frames"] == result["pass_frames"]
-        ),
-        None,
-    )
-    if full:
+    passes = (r for r in result["rows"] if r["loader"] == "dali" and "pass" in r)
+    if full := next((r for r in passes if r["frames"] == result["pass_frames"]), None):
         ratio = full["pass"]["pass_vs_batches"]
-        out.append(
-            (
-                f"PSS after a full pass <= {t['pass_ratio']:g} x after {result['batches']} batches",
-                f"{ratio:.3f} ({full['frames']} frames)",
-                ratio <= t["pass_ratio"],
-            )
+        check(
+            f"PSS after a full pass <= {t['pass_ratio']:g} x after {result['batches']} batches",
+            f"{ratio:.3f} ({full['frames']} frames)",
+            ratio <= t["pass_ratio"],
         )
     return out
 

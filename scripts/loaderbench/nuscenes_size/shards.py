@@ -1,15 +1,11 @@
 """Test shards at nuScenes val size: ``python -m loaderbench --case shards [--frames N] [--ranks 2,4,...]``.
 
-The frames each of K ranks evaluates, with upstream's chunks and with whole scenes
-(``dali_streampetr.sampling.eval_shards``), from the scene column of the DALI frame store of a
-replica at val size: a synthetic train scene of ``--samples-per-scene`` key frames (default 40;
-nuScenes' val scenes have 6,019 / 150 = 40.1 on average) replicated to ``--frames`` (default
-6,019; :mod:`.replica`): 150 scenes of 40 frames and a last one of 19. Per K and sharding: the
-largest, mean and smallest rank, empty ranks, frames run twice (upstream's wrap-around), scenes cut
-and the frames run without their scene's earlier frames. No model runs: this counts frames, the
-rank time of a test pass follows its largest rank. ``--infos FILE`` (images under ``--data-root``):
-the scene column of that info file instead, e.g. real nuScenes' ``nuscenes2d_temporal_infos_val.pkl``.
-Writes ``<out>/shards.json`` and ``<out>/shards.png``.
+The frames each of K ranks evaluates, with upstream's chunks and with whole scenes, from the scene
+column of the frame store of a replica at val size (scenes of ``--samples-per-scene`` key frames,
+default 40 as nuScenes val's 6,019 / 150, replicated to ``--frames``). Per K and sharding: the
+largest, mean and smallest rank, empty ranks, frames run twice, scenes cut and the frames run
+without their scene's earlier frames. No model runs: a test pass takes as long as its largest rank.
+``--infos FILE``: the scene column of that info file instead. Writes ``<out>/shards.json`` + ``.png``.
 """
 
 from __future__ import annotations

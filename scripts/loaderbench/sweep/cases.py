@@ -1,16 +1,12 @@
 """The benchmark configurations and how each loader is built from the same StreamPETR config.
 
-Profiles: ``r50`` is the upstream r50 streaming config as it is (batch 2, 256x704); ``accv`` mirrors
-the published ACCV-Lab evaluation: batch 8, 1024x372 output (``final_dim=(372, 1024)``) with
-``resize_lim=(0.64, 0.7)`` so that the 1024-wide crop fits into the resized 1600x900 image
-(0.64 * 1600 = 1024), and ``replicate_dataset_per_gpu=True`` (a no-op for one process). ``8key``
-is the upstream sliding-window config as it is: batch 1 of 8 frames, 48 images of 256x704 per
-batch - the heaviest loader case upstream has. ``eval`` is the r50 config's test path
-(``--case eval``): ``tools/test.py``'s loader, one frame per batch, the deterministic test resize,
-against upstream's test DataLoader (``test_mode``, sequential, ``collate``), on a test set of the
-train frames ten times over (:func:`eval_infos`) so that no pass ends inside a measurement. Its
-``seq_split_num`` is 4 instead of 2 so that the 3 training scenes of the synthetic set give the 8
-streams 8 batch slots need (it decides which frame follows which, not the work per batch).
+Profiles: ``r50``, the upstream r50 streaming config as it is (batch 2, 256x704); ``accv``, the
+published ACCV-Lab evaluation: batch 8, ``final_dim=(372, 1024)``, ``resize_lim=(0.64, 0.7)`` (the
+1024-wide crop fits: 0.64 * 1600), ``replicate_dataset_per_gpu=True``, ``seq_split_num=4`` (8
+streams for 8 slots from the synthetic set's 3 scenes); ``8key``, the upstream sliding-window
+config as it is (batch 1 of 8 frames, 48 images a batch); ``eval``, the r50 config's test path
+against upstream's test DataLoader, on the train frames ten times over (:func:`eval_infos`) so that
+no pass ends inside a measurement.
 Everything here runs in the upstream (OpenMMLab) env with the applied checkout on ``sys.path``.
 """
 
@@ -84,12 +80,10 @@ def sweep(
     threads: tuple[int, ...] | None = None,
     dali_cpu: bool = True,
 ) -> list[Case]:
-    """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (+ DALI GPU when asked); the
-    accv profile only at 2 cores (torch 2 workers, DALI 2 threads) unless ``accv_full``. Unless
-    ``variants`` is false: r50 also with the DALI setting variants (``R50_VARIANTS``), the other
-    profiles with the fast image path at their DALI threads, and the GPU with it too. ``workers`` and
-    ``threads`` replace those counts for every profile (the GPU rows then run at each thread count);
-    ``dali_cpu=False`` leaves out DALI's CPU rows (a GPU sweep: DALI on the GPU vs the DataLoader)."""
+    """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (accv: 2 only, unless
+    ``accv_full``), + DALI GPU when asked; with ``variants`` also r50's ``R50_VARIANTS`` and the fast
+    image path of the others and the GPU. ``workers`` / ``threads`` replace those counts;
+    ``dali_cpu=False`` leaves out DALI's CPU rows."""
     cases = []
     for profile in profiles:
         full = profile in ("r50", "eval") or accv_full

@@ -1,10 +1,8 @@
 """The decode floor: DALI's own CPU decoder on the loader's JPEGs, nothing else.
 
-The encoded files and the region-of-interest windows come from the loader's own batch source
-(:class:`dali_streampetr.toolkit.ImageSource`) for the same iterations the loader serves, are held in
-memory, and are fed to a pipeline that only decodes: ``decoders.image`` (full 1600x900) or
-``decoders.image_slice`` (the rows the loader's ROI decode keeps). ``python -m loaderbench.sweep.floor
-'<json>'`` prints one ``RESULT`` JSON line (same protocol as :mod:`.runcase`).
+The encoded files and ROI windows of the loader's own batch source (the same iterations), held in
+memory, fed to a pipeline that only decodes (whole, or the rows the ROI decode keeps).
+``python -m loaderbench.sweep.floor '<json>'`` prints one ``RESULT`` JSON line (as :mod:`.runcase`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
 ``python -m loaderbench.sweep.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
-the loader itself (:class:`dali_streampetr.DaliStreamLoader` from a plain
-:class:`~dali_streampetr.LoaderConfig`, no DataContainer wrap) for the r50 profile (batch 2,
-256x704) and the ACCV-like one (batch 8, 1024x372; :mod:`.cases`), at each thread count the machine
-has cores for, on the CPU and, where torch sees a GPU, with nvJPEG (``device='gpu'``). Every
-configuration runs in its own process (``python -m loaderbench.sweep.kit '<json>'``) with the
-benchmark's own measurements (:mod:`.runcase`, :mod:`..measure.proctree`) plus the GPU memory it takes.
-Writes ``bench-gpu.json`` + ``bench-gpu.png`` and prints the table; exit 1 if a configuration failed.
+the loader itself (:class:`dali_streampetr.DaliStreamLoader`, no DataContainer wrap) for the r50 and
+ACCV-like profiles (:mod:`.cases`) at each thread count the machine has cores for, on the CPU and,
+where torch sees a GPU, with nvJPEG; each configuration in its own process, with :mod:`.runcase`'s
+measurements plus its GPU memory. Writes ``bench-gpu.json`` + ``.png``; exit 1 if one failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -21,10 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..measure.proctree import PeakGpuMemory, PeakMemory
 from ..results import figures, outputs
-from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case
-from .runcase import answer, handover, measure
+from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case, default_data_root
+from .runcase import answer, measure_built
 from .spawn import batches_for, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
@@ -54,25 +49,13 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
     case = Case(**spec["case"])
     cfg = loader_config(case.profile, case.threads, case.device)
-    on_gpu = case.device == "gpu"
-    load0 = os.getloadavg()
-    with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
-        t0 = time.perf_counter()
-        loader = build_loader(
-            cfg, spec["data_root"], rank=0, world_size=1, seed=0, device_id=0 if on_gpu else None
-        )
-        build_s = time.perf_counter() - t0
-        result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
-        if spec["handover_calls"] > 0:
-            result["step_s"] = spec["step_s"]
-            result["handover_s"] = handover(iter(loader), spec["step_s"], spec["handover_calls"])
-        loader.close()
-    return {
-        "case": case.to_dict(), "samples_per_batch": cfg.samples_per_gpu, "batches": spec["batches"],
-        "repeats": spec["repeats"], "warmup": spec["warmup"], "build_s": build_s, **result,
-        "peak_rss_mb": mem.peak_rss_mb, "peak_pss_mb": mem.peak_pss_mb, "max_processes": mem.max_processes,
-        "gpu_mem_mb": gpu.peak_mb if gpu else None, "loadavg_before": load0, "loadavg_after": os.getloadavg(),
-    }  # fmt: skip
+    device_id = 0 if case.device == "gpu" else None
+
+    def build() -> tuple[Any, int]:
+        loader = build_loader(cfg, spec["data_root"], rank=0, world_size=1, seed=0, device_id=device_id)
+        return loader, cfg.samples_per_gpu
+
+    return measure_built(case, spec, build)
 
 
 def plan(threads: list[int], cores: int, gpu: bool) -> list[Case]:
@@ -112,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return answer(run_case, argv)
     args = ap.parse_args(argv)
     if args.data_root is None:
-        from synthdata import ensure_dataset
-
-        args.data_root = ensure_dataset()
+        args.data_root = default_data_root()
     threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
     cores = len(os.sched_getaffinity(0))
     gpu = has_cuda()

@@ -60,16 +60,16 @@ def handover(it: Any, step_s: float, calls: int) -> list[float]:
     return times[1:]
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
-    case = Case(**spec["case"])
-    enter_checkout()
+def measure_built(
+    case: Case, spec: dict[str, Any], build_loader: Callable[[], tuple[Any, int]], **extra: Any
+) -> dict[str, Any]:
+    """The record of ``case``: ``build_loader()`` (the loader, its samples per batch) timed, then
+    measured as ``spec`` says, with the tree's (and the GPU's) peak memory; ``extra`` after ``case``."""
     load0 = os.getloadavg()
     on_gpu = case.device == "gpu"
     with PeakMemory() as mem, PeakGpuMemory(0) if on_gpu else contextlib.nullcontext() as gpu:
         t0 = time.perf_counter()
-        cfg = load_config(case.profile, Path(spec["data_root"]))
-        overrides = {**case.overrides, **spec.get("overrides", {})}
-        loader = build(case, cfg, Path(spec["data_root"]), **overrides)
+        loader, samples_per_batch = build_loader()
         build_s = time.perf_counter() - t0
         result = measure(loader, spec["warmup"], spec["batches"], spec["repeats"], mem)
         if spec.get("handover_calls", 0) > 0:
@@ -80,8 +80,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         del loader
     return {
         "case": case.to_dict(),
-        "overrides": overrides,
-        "samples_per_batch": int(cfg.data.samples_per_gpu),
+        **extra,
+        "samples_per_batch": samples_per_batch,
         "batches": spec["batches"],
         "repeats": spec["repeats"],
         "warmup": spec["warmup"],
@@ -94,6 +94,18 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "loadavg_before": load0,
         "loadavg_after": os.getloadavg(),
     }
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    case = Case(**spec["case"])
+    enter_checkout()
+    overrides = {**case.overrides, **spec.get("overrides", {})}
+
+    def build_case() -> tuple[Any, int]:
+        cfg = load_config(case.profile, Path(spec["data_root"]))
+        return build(case, cfg, Path(spec["data_root"]), **overrides), int(cfg.data.samples_per_gpu)
+
+    return measure_built(case, spec, build_case, overrides=overrides)
 
 
 def answer(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str] | None = None) -> int:
