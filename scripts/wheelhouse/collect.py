@@ -14,7 +14,7 @@ from pathlib import Path
 
 from overlaytool import REPO_ROOT as ROOT
 
-from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
+from .requirement_locks import Locked, check_pins, read_pins, resolve, run_pip, write_lock
 
 SOURCE_BUILT = "source-built.json"  # locks/: the wheels this project builds, and where their cache keeps them
 
@@ -103,8 +103,3 @@ def collect_toolkit(
                 names.append(wheel.name)
         shutil.copy2(lock, out / "locks" / lock.name)
     return names
-
-
-def lock_files(entries: list[Locked]) -> dict[str, str]:
-    """normalised name -> file, for a summary."""
-    return {normalise(e.name): e.file for e in entries}

@@ -19,14 +19,13 @@ import sys
 from pathlib import Path
 
 from gpukit import FORMAT, MANIFEST
+from upstream_env import EnvBuildError, NodeTorch, SourceBuilt, normalise
+from wheelhouse import SOURCE_BUILT, WheelhouseError, collect_toolkit
 
-from .collect import SOURCE_BUILT, collect_toolkit
-from .errors import WheelhouseError
 from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
 from .kit_folder import MiB, install_runner, split
 from .kit_sources import ROOT, source_archive
 from .kit_wheels import python_tag
-from .requirement_locks import normalise
 from .stack_wheels import collect_stack, early_names
 
 KIT, PARTS = "gpu-stack-kit", "gpu-stack-parts"
@@ -41,8 +40,6 @@ STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constr
 def source_built(out: Path, python: str) -> dict:
     """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
     (no mmcv-full wheel: the node compiles it)."""
-    from upstream_env import EnvBuildError, SourceBuilt
-
     try:
         built = SourceBuilt.for_node(Path(python))
     except EnvBuildError as exc:
@@ -77,8 +74,6 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
                     toolkit: bool = False) -> Path:  # fmt: skip
     """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring. ``toolkit``: carry
     every wheel of the CUDA toolkit's lock (a node without nvcc), not only its cuobjdump."""
-    from upstream_env import NodeTorch
-
     python = sys.executable
     tag = python_tag(version)
     locks = collect_stack(python, out, version, cuda, torchvision)

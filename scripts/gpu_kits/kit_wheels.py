@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 from upstream_env import NodeTorch
+from wheelhouse import Locked, resolve, run_pip, write_lock
 
 from .kit_sources import ROOT
-from .requirement_locks import Locked, resolve, run_pip, write_lock
 
 REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
 CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"

@@ -17,10 +17,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .collect import ROOT
-from .errors import WheelhouseError
+from upstream_env import NO_DEPS, NodeTorch, normalise
+from wheelhouse import WheelhouseError, check_pins, read_pins, resolve, run_pip, write_lock
+
+from .kit_sources import ROOT
 from .kit_wheels import python_tag, target
-from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 NODE_PROVIDES = ("torch", "torchvision")  # the node's own, with the CUDA libraries torch brings
@@ -30,8 +31,6 @@ PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
 def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
     """The requirement and constraint files ``upstream_env build --torch-from`` installs on a node
     whose torch is built for CUDA major ``cuda``, written beside ``dest`` (``dest``: the requirements)."""
-    from upstream_env import NodeTorch
-
     node = NodeTorch(cuda)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(node.requirements())
@@ -43,8 +42,6 @@ def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
 def early_names() -> set[str]:
     """What ``upstream_env mmcv-wheel --torch-from`` installs before it compiles: the build
     prerequisites beside torch, with wheel's dependency ``packaging`` (the first bundles carry them)."""
-    from upstream_env import NodeTorch
-
     return {normalise(p) for p in NodeTorch.prerequisites} | {"packaging"}
 
 
@@ -79,8 +76,6 @@ def collect_stack(python: str, out: Path, version: str, cuda: int, torchvision: 
     ``locks/gpu-stack-<tag>.txt`` (hash-pinned, resolved from ``out`` alone for that Python) and
     ``locks/gpu-stack-nodeps-<tag>.txt`` (``--no-deps``: lyft_dataset_sdk, and torchvision when asked
     for a node that lacks it). Returns {"lock": [...], "nodeps": [...]}."""
-    from upstream_env import NO_DEPS
-
     tag = python_tag(version)
     req, con = stack_requirements(cuda, out / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")
     pins = resolve_here(python, ["-c", con, "-r", req], "resolving the stack kit's packages")
@@ -103,8 +98,3 @@ def collect_stack(python: str, out: Path, version: str, cuda: int, torchvision: 
         out / "locks" / f"gpu-stack-nodeps-{tag}.txt", free, out, header + " Installed with --no-deps."
     )
     return {"lock": lock, "nodeps": free}
-
-
-def stack_files(entries: dict) -> list[str]:
-    """The wheel file names of both locks."""
-    return sorted({e.file for group in entries.values() for e in group if isinstance(e, Locked)})

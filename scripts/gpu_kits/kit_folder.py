@@ -1,4 +1,4 @@
-"""Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s wheelhouse``).
+"""Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s gpu_kits``).
 
 The kit is ``gpu_check.py`` (``gpukit.launcher``) with the runner's modules in ``gpukit/`` (stdlib
 only: :data:`RUNNER_MODULES`), ``manifest.json`` and ``parts/``: the kit's wheels and locks
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import gpukit
 from gpukit import FORMAT, MANIFEST, sha256
+from wheelhouse import Locked
 
 from .kit_sources import SOURCE_ARCHIVE, source_archive
-from .requirement_locks import Locked
 
 MiB = 2**20
 # What the kit runs before its venv exists: stdlib only, copied whole into <kit>/gpukit/.
