@@ -8,6 +8,6 @@ the stack kit (``--only stack-kit``), made from wheels collected into a wheelhou
 - :mod:`.stack_kit`, :mod:`.stack_wheels`, :mod:`.kit_applied`  the stack kit: its bundles and
   manifest; the OpenMMLab env's wheels but the node's torch; the applied tree with digests
 
-A command-line package: it names nothing for others. It builds on the wheelhouse's locks (its face)
+A command-line package: it names nothing for others. It fills its folder with a ``wheelhouse.Wheelhouse``
 and copies the kit's node side (``gpukit``) into each kit; ``node_rehearsal`` runs its command line.
 """

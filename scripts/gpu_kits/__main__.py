@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from wheelhouse import WheelhouseError
+from wheelhouse import Wheelhouse, WheelhouseError
 
 from .kit_folder import MiB, build_kit, kit_size
 from .kit_sources import ROOT
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     try:
         if args.only == "kit":
-            kit = build_kit(out, collect_kit(python, out, versions, args.cuda), args.cuda, part)
+            kit = build_kit(out, collect_kit(Wheelhouse(python, out), versions, args.cuda), args.cuda, part)
             files, size = kit_size(kit)
             took = time.monotonic() - started
             print(f"gpu kit: {kit} ({files} files, {size / MiB:.0f} MiB; {took:.0f} s)", flush=True)

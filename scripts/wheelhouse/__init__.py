@@ -6,22 +6,21 @@ hash-pinned lock per env and ``SHA256SUMS``.
 
 - :mod:`.requirement_locks`  resolve from a folder with the index disabled, write and check the
   hash-pinned requirement locks and ``SHA256SUMS``
-- :mod:`.collect`            download (and build) the wheels of each env, write its lock
+- :mod:`.collect`            fill a folder (:class:`Wheelhouse`); collect each env's wheels, lock them
 - :mod:`.offline`            use a wheelhouse: verify it, seed the source-built wheels, point pip at it
 - :mod:`.node_env`           on the node: the OpenMMLab env on the node's torch from a stack kit's wheels
 
-It imports the kit's node side (``gpukit``) for ``node_env``; ``gpu_kits`` makes the GPU kits with its
-locks (the face's lock names), ``node_rehearsal`` reads its locks (``read_lock``).
+It imports the kit's node side (``gpukit``) for ``node_env``; ``gpu_kits`` fills the GPU kits'
+folders with a ``Wheelhouse``, ``gpu_kits`` and ``node_rehearsal`` read pins (``read_pins``).
 """
 
 from __future__ import annotations
 
 # the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take;
 # its modules import nothing from here
-from .collect import SOURCE_BUILT, collect_toolkit
+from .collect import Wheelhouse
 from .errors import WheelhouseError
 from .offline import activate
-from .requirement_locks import Locked, check_pins, read_lock, read_pins, resolve, run_pip, write_lock
+from .requirement_locks import read_pins
 
-__all__ = ["SOURCE_BUILT", "Locked", "WheelhouseError", "activate", "check_pins", "collect_toolkit",
-           "read_lock", "read_pins", "resolve", "run_pip", "write_lock"]  # fmt: skip
+__all__ = ["Wheelhouse", "WheelhouseError", "activate", "read_pins"]

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from .collect import ROOT, collect_env, collect_nox, collect_upstream
+from .collect import ROOT, Wheelhouse, collect_env, collect_nox, collect_upstream
 from .errors import WheelhouseError
 from .requirement_locks import write_sums
 
@@ -26,17 +26,18 @@ def main(argv: list[str] | None = None) -> int:
     args.only = [p for p in args.only.split(",") if p]
     if unknown := set(args.only) - set(PARTS):
         ap.error(f"--only: unknown {sorted(unknown)} (known: {', '.join(PARTS)}; GPU kits: nox -s gpu_kits)")
-    out, python, t0 = args.out.resolve(), sys.executable, time.monotonic()
+    out, t0 = args.out.resolve(), time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
+    house = Wheelhouse(sys.executable, out)
     try:
         for env in [p for p in PARTS if p in args.only]:
             started = time.monotonic()
             if env == "upstream":
-                entries = collect_upstream(python, out)
+                entries = collect_upstream(house)
             elif env == "nox":
-                entries = collect_nox(python, out)
+                entries = collect_nox(house)
             else:  # hermetic: its requirements, then nuscenes-devkit without its pins
-                entries = collect_env(python, out, env) + collect_env(python, out, env, no_deps=True)
+                entries = collect_env(house, env) + collect_env(house, env, no_deps=True)
             print(f"{env}: {len(entries)} packages locked ({time.monotonic() - started:.0f} s)", flush=True)
         write_sums(out)
     except WheelhouseError as exc:

@@ -80,12 +80,12 @@ def read_lock(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def read_pins(constraints: Path) -> dict[str, str]:
-    """normalised name -> version of the ``name==version`` lines of a constraints or requirements file."""
+    """normalised name -> version of the ``name==version`` lines of a constraint, requirement or lock file."""
     pins = {}
     for line in constraints.read_text().splitlines():
         spec = line.split("#", 1)[0].strip()
         if "==" in spec and (name := requirement_name(spec)):
-            pins[name] = spec.partition("==")[2].split(";")[0].strip()
+            pins[name] = spec.partition("==")[2].split(";")[0].split(" --hash=")[0].strip()
     return pins
 
 
