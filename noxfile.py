@@ -300,7 +300,7 @@ def pythons(session: nox.Session) -> None:
 @nox.session
 def gpu_check(session: nox.Session) -> None:
     """The GPU check kit run here from its parts, index disabled (docs/gpu.md); its CPU half without a GPU."""
-    run_tool(session, ensure_hermetic_env(session), "wheelhouse.gpu_check", *session.posargs)
+    run_tool(session, ensure_hermetic_env(session), "gpu_kits.gpu_check", *session.posargs)
 
 
 @nox.session
@@ -390,8 +390,14 @@ def cuda_build(session: nox.Session) -> None:
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
-    """Every wheel both envs install, hash-locked, + the GPU check kit: `-- [--out DIR] [--cuda 12|13]`."""
+    """Every wheel both envs install, hash-locked, for offline installs: `-- [--out DIR] [--only PARTS]`."""
     run_tool(session, ensure_hermetic_env(session), "wheelhouse", *session.posargs)
+
+
+@nox.session
+def gpu_kits(session: nox.Session) -> None:
+    """The GPU check kit, out/wheelhouse/gpu-kit (`-- --cuda 12|13`); `-- --only stack-kit`: the stack kit."""
+    run_tool(session, ensure_hermetic_env(session), "gpu_kits", *session.posargs)
 
 
 # --- data ----------------------------------------------------------------------------------------

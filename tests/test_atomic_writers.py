@@ -20,7 +20,7 @@ MOVES = {  # whole folders or finished files moved where they belong: no content
     "scripts/upstream_env/paths.py": "a built wheel's cache folder",
     "scripts/upstream_env/cuda_toolkit.py": "an unpacked CUDA toolkit's folder",
     "scripts/gpukit/stack.py": "reassembled kit files moved to where the node's steps read them",
-    "scripts/wheelhouse/stack_kit.py": "a kit's parts moved from staging into their bundles",
+    "scripts/gpu_kits/stack_kit.py": "a kit's parts moved from staging into their bundles",
     "scripts/gpukit/parts.py": "a kit file reassembled and checked against its sha256, rebuilt every run",
 }
 

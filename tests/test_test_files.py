@@ -21,6 +21,7 @@ MIRRORS = {
     "batchview": "scripts/batchview",
     "equivalence": "scripts/equivalence",
     "forkwatch": "scripts/forkwatch",
+    "gpu_kits": "scripts/gpu_kits",
     "gpukit": "scripts/gpukit",
     "interpreter": "scripts/interpreter",
     "loader": "overlay/dali_streampetr",

@@ -1,7 +1,7 @@
 """The GPU check kit: the GPU tier and a GPU loader benchmark on a bare CUDA node, offline.
 
 What runs on the node, stdlib only and importing nothing else of the project (the kit carries these
-files alone; ``wheelhouse.kit_folder`` makes the kit and imports from here, never the other way):
+files alone; ``gpu_kits.kit_folder`` makes the kit and imports from here, never the other way):
 
 - :mod:`.launcher`    the kit's ``gpu_check.py``: runs :mod:`.runner` from the kit folder
 - :mod:`.runner`      the check's steps in order (stdlib only, like the three below): the node, the

@@ -1,6 +1,6 @@
 """gpu_check: the GPU tier of streampetr-dali on a bare CUDA node, from this kit folder, offline.
 
-This file is the kit's ``gpu_check.py`` (``nox -s wheelhouse`` copies it there, with the stdlib-only
+This file is the kit's ``gpu_check.py`` (``nox -s gpu_kits`` copies it there, with the stdlib-only
 modules of ``gpukit`` beside it): ``python3 gpu_check.py [--help]`` runs :func:`gpukit.runner.main`
 on the folder it stands in.
 """

@@ -1,7 +1,7 @@
 """gpu_check: the GPU tier of streampetr-dali on a bare CUDA node, from a kit folder, offline.
 
 ``python3 gpu_check.py`` (the kit's launcher, :mod:`.launcher`; this package beside it in the kit,
-both copied there by ``nox -s wheelhouse``), run with a Python 3.11/3.12 that has a CUDA build of
+both copied there by ``nox -s gpu_kits``), run with a Python 3.11/3.12 that has a CUDA build of
 torch. Stdlib only. Steps:
 
 1. verify every part against ``manifest.json`` (a part with a wrong size or hash is refused, by
@@ -100,13 +100,13 @@ def require_a_matching_kit(node: dict, manifest: dict, allow_cuda_mismatch: bool
     if node["tag"] not in manifest["locks"]:
         raise CheckError(
             f"the kit holds wheels for {', '.join(manifest['locks'])}, this python is {node['tag']}; "
-            "build one for it: nox -s wheelhouse -- --kit-python X.Y"
+            "build one for it: nox -s gpu_kits -- --kit-python X.Y"
         )
     torch_major = (node["torch_cuda"] or "").split(".")[0]
     if torch_major and torch_major != str(manifest["dali_cuda"]) and not allow_cuda_mismatch:
         raise CheckError(
             f"the node's torch is built for CUDA {torch_major}, the kit's DALI for CUDA "
-            f"{manifest['dali_cuda']}: build the kit with `nox -s wheelhouse -- --cuda {torch_major}` "
+            f"{manifest['dali_cuda']}: build the kit with `nox -s gpu_kits -- --cuda {torch_major}` "
             "(or pass --allow-cuda-mismatch)"
         )
 

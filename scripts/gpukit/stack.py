@@ -1,6 +1,6 @@
 """``gpu_check.py --stack``: the whole stack on a node that has only a driver, Python and a CUDA torch.
 
-From a stack kit (``nox -s wheelhouse -- --only stack-kit``; stdlib only, like the rest of the runner):
+From a stack kit (``nox -s gpu_kits -- --only stack-kit``; stdlib only, like the rest of the runner):
 
 1. ``parts``   verify and reassemble the parts (``--until mmcv``: only the first bundle's files), unpack
    the project's sources and the applied upstream tree, and check every file of that tree against

@@ -20,6 +20,6 @@ budget they imply on the node's cores.
   and the report
 - ``__main__``       the run, call by call, and what it writes
 
-A command-line package: it names nothing for others. It reaches the wheelhouse only through its
-command line (``python -m wheelhouse --only stack-kit``) and its face (``read_lock``).
+A command-line package: it names nothing for others. It reaches the kit makers through their command
+line (``python -m gpu_kits --only stack-kit``), the wheelhouse through its face (``read_pins``).
 """

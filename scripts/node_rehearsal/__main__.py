@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from upstream_env import kept_units, system_toolkit
-from wheelhouse import read_lock
+from wheelhouse import read_pins
 
 from .rehearsal import (
     NODE,
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = json.loads((results / "stack-run.json").read_text())
         steps = summary["steps"]
         work = home / "sk" / "work"
-        kit_numpy = read_lock(next((work / "wheelhouse" / "locks").glob("gpu-stack-cp*.txt")))["numpy"][0]
+        kit_numpy = read_pins(next((work / "wheelhouse" / "locks").glob("gpu-stack-cp*.txt")))["numpy"]
         facts = check_the_build(work, standin, kit_numpy, env)
         plan = budget(steps, sequence, len(kept_units(cuda=True)))
     except RehearsalError as exc:

@@ -1,5 +1,5 @@
 """The rehearsal's parts: the stand-in node (its Python, its venv, its shell), the stack kit made
-through wheelhouse's command line, docs/gpu.md's call sequence run call by call, the checks of the
+through gpu_kits' command line, docs/gpu.md's call sequence run call by call, the checks of the
 build, the device budget and the report."""
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def keep_logs(sk: Path, logs: Path) -> None:
 def make_kit(made: Path, with_toolkit: bool, log: Path) -> dict:
     """The stack kit as docs/gpu.md makes it for the lent node (``--kit-toolkit`` where this host has no
     nvcc of the node's release); its manifest."""
-    cmd = [sys.executable, "-m", "wheelhouse", "--out", str(made), "--only", "stack-kit", "--kit-python",
+    cmd = [sys.executable, "-m", "gpu_kits", "--out", str(made), "--only", "stack-kit", "--kit-python",
            NODE["python"], "--cuda", NODE["cuda"].split(".")[0],
            "--cuda-arch", NODE["cuda_arch"]]  # fmt: skip
     cmd += ["--kit-toolkit"] if with_toolkit else []

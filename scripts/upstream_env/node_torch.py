@@ -6,7 +6,7 @@ its CUDA wheels, with the DALI build of the node torch's CUDA major, and without
 the builder then installs `--no-deps` beside its other requirements (`MMCV_RUNTIME`): its metadata
 asks for `opencv-python`, whose `cv2` the env already has from `opencv-python-headless` (the GUI
 calls it adds are never made), so a node is spared that 61 MiB wheel. The stack kit carries exactly
-what these files resolve to (`wheelhouse.stack_wheels`), so the node resolves them offline.
+what these files resolve to (`gpu_kits.stack_wheels`), so the node resolves them offline.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def node_requirements(text: str, cuda_major: int) -> str:
 @dataclass(frozen=True)
 class NodeTorch:
     """What `--torch-from` installs on a node whose torch is built for CUDA major `cuda`: the one
-    account of it, for the builder and for the kits that carry it (`wheelhouse.stack_wheels`, the
+    account of it, for the builder and for the kits that carry it (`gpu_kits.stack_wheels`, the
     GPU kit's DALI)."""
 
     cuda: int

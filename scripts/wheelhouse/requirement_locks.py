@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from gpukit import (
-    clean_pip_env,
-    sha256,  # the one file hash: the kit's, which must run alone on a node
-)
+from gpukit import clean_pip_env, sha256  # sha256: the one file hash, the kit's (it runs alone on a node)
 from upstream_env import normalise, requirement_name
 
 from .errors import WheelhouseError
@@ -44,18 +41,14 @@ def run_pip(python: str | Path, args: Sequence[object], what: str, env: dict[str
     return proc.stdout
 
 
-def isolated_env() -> dict[str, str]:
-    """This environment without PIP_* settings or pip config: pip sees only what it is told."""
-    return clean_pip_env(dict(os.environ))
-
-
 def resolve(python: str | Path, folder: Path, args: Sequence[object], what: str) -> list[Locked]:
     """What ``pip install args`` would install from ``folder`` alone (index disabled, no pip
     config of this machine, nothing installed counted), as (name, version, file)."""
     with tempfile.TemporaryDirectory(prefix="wheelhouse-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         pip_args = ["install", "--dry-run", "--ignore-installed", "--no-index", "--find-links", folder]
-        run_pip(python, [*pip_args, "--quiet", "--report", report, *args], what, env=isolated_env())
+        env = clean_pip_env(dict(os.environ))  # no PIP_* settings or pip config: pip sees what it is told
+        run_pip(python, [*pip_args, "--quiet", "--report", report, *args], what, env=env)
         items = json.loads(report.read_text())["install"]
     out = []
     for item in items:
@@ -87,12 +80,12 @@ def read_lock(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def read_pins(constraints: Path) -> dict[str, str]:
-    """normalised name -> version of the ``name==version`` lines of a constraints or requirements file."""
+    """normalised name -> version of the ``name==version`` lines of a constraint, requirement or lock file."""
     pins = {}
     for line in constraints.read_text().splitlines():
         spec = line.split("#", 1)[0].strip()
         if "==" in spec and (name := requirement_name(spec)):
-            pins[name] = spec.partition("==")[2].split(";")[0].strip()
+            pins[name] = spec.partition("==")[2].split(";")[0].split(" --hash=")[0].strip()
     return pins
 
 

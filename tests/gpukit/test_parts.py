@@ -12,24 +12,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from gpu_kits.kit_folder import install_runner, split
 from gpukit.node import clean_pip_env
 from gpukit.parts import FORMAT, MANIFEST, load_manifest, reassemble, unpack
 from gpukit.steps import CheckError
-from wheelhouse.kit_folder import install_runner, split
-from wheelhouse.kit_sources import source_archive, source_files
-
-REPO = Path(__file__).resolve().parents[2]
-NEEDED = (
-    "pyproject.toml",
-    "tests/gpu/test_loader_gpu.py",
-    "tests/float_tolerance.py",
-    "scripts/gpukit/plugin.py",
-    "scripts/loaderbench/sweep/kit.py",
-    "scripts/synthdata/__main__.py",
-    "overlay/dali_streampetr/loader.py",
-    "scripts/overlaytool/targets.py",  # the repository root synthdata and loaderbench take
-    "scripts/overlaytool/atomic_write.py",  # their house writer
-)
 
 
 def make_kit(tmp_path: Path, files: dict[str, bytes], max_part: int) -> tuple[Path, dict]:
@@ -86,16 +72,6 @@ def test_a_missing_or_truncated_part_is_named(tmp_path: Path) -> None:
     (kit / "parts" / "w-1-py3-none-any.whl.002").unlink()
     with pytest.raises(CheckError, match=r"part w-1-py3-none-any\.whl\.002 is missing"):
         reassemble(kit, manifest, tmp_path / "wheels", tmp_path / "other")
-
-
-def test_the_source_archive_is_byte_stable_and_holds_what_the_check_runs(tmp_path: Path) -> None:
-    a = source_archive(tmp_path / "a.tar.gz")
-    b = source_archive(tmp_path / "b.tar.gz")
-    assert a.read_bytes() == b.read_bytes()
-    names = source_files(REPO)
-    for needed in NEEDED:
-        assert needed in names
-    assert not any(n.startswith(("tests/conftest", "scripts/upstream_env")) for n in names)
 
 
 def test_pip_sees_no_index_and_no_machine_config() -> None:

@@ -64,7 +64,7 @@ def stack_kit(scratch: Path) -> Path:
     import torch
 
     version, cuda = f"{sys.version_info[0]}.{sys.version_info[1]}", torch.version.cuda.split(".")[0]
-    cmd = [sys.executable, "-m", "wheelhouse", "--out", scratch / "wh", "--only", "stack-kit", "--kit-python",
+    cmd = [sys.executable, "-m", "gpu_kits", "--out", scratch / "wh", "--only", "stack-kit", "--kit-python",
            version, "--cuda", cuda]  # fmt: skip
     proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": PYTHONPATH}, capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]

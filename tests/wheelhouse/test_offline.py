@@ -1,8 +1,9 @@
 """Offline installs from a wheelhouse: the hermetic env, and the GPU check kit's CPU half.
 
-One wheelhouse (``python -m wheelhouse --only hermetic,kit``, this Python's kit) is collected per
-session through the machine's pip configuration; everything after that runs with the index
-disabled, no pip config and an unreachable proxy, so any attempt to reach a network fails.
+One wheelhouse (``python -m wheelhouse --only hermetic``, then ``python -m gpu_kits``: this Python's
+kit) is collected per session through the machine's pip configuration; everything after that runs
+with the index disabled, no pip config and an unreachable proxy, so any attempt to reach a network
+fails.
 """
 
 from __future__ import annotations
@@ -40,20 +41,11 @@ def wheelhouse(tmp_path_factory) -> Iterator[Path]:
     import torch  # the kit's DALI matches this torch (a CUDA 13 build where PyPI's torch is used: 3.12+)
 
     cuda = ["--cuda", "13"] if (torch.version.cuda or "").startswith("13") else []
-    cmd = [
-        sys.executable,
-        "-m",
-        "wheelhouse",
-        "--out",
-        out,
-        "--only",
-        "hermetic,kit",
-        "--kit-python",
-        PY,
-        *cuda,
-    ]
-    proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": PYTHONPATH}, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+    for tool in (["wheelhouse", "--only", "hermetic"], ["gpu_kits", "--kit-python", PY, *cuda]):
+        cmd = [sys.executable, "-m", *tool, "--out", out]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     yield out
     shutil.rmtree(out)  # about 1.4 GB: not left for pytest's retention of old temp dirs
 

@@ -37,6 +37,7 @@ def test_lock_lines_carry_each_files_sha256(tmp_path: Path) -> None:
         "torch": ("2.13.0+cpu", hashlib.sha256(b"torch").hexdigest()),
         "six": ("1.17.0", hashlib.sha256(b"six").hexdigest()),
     }
+    assert read_pins(lock) == {"torch": "2.13.0+cpu", "six": "1.17.0"}  # a lock's pins, its hashes aside
 
 
 def test_pins_are_checked_without_local_labels(tmp_path: Path) -> None:

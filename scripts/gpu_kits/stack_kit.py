@@ -19,14 +19,13 @@ import sys
 from pathlib import Path
 
 from gpukit import FORMAT, MANIFEST
+from upstream_env import EnvBuildError, NodeTorch, SourceBuilt, normalise
+from wheelhouse import Wheelhouse, WheelhouseError
 
-from .collect import SOURCE_BUILT, collect_toolkit
-from .errors import WheelhouseError
 from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
 from .kit_folder import MiB, install_runner, split
 from .kit_sources import ROOT, source_archive
 from .kit_wheels import python_tag
-from .requirement_locks import normalise
 from .stack_wheels import collect_stack, early_names
 
 KIT, PARTS = "gpu-stack-kit", "gpu-stack-parts"
@@ -36,22 +35,6 @@ STACK_SOURCE = "streampetr-dali-stack-src.tar.gz"
 STACK_SOURCES = ("pyproject.toml", "scripts", "overlay", "requirements", "constraints", "patches",
                  "upstream/streampetr.toml", "upstream/mmdetection3d.toml", "tests/gpu",
                  "tests/float_tolerance.py")  # fmt: skip
-
-
-def source_built(out: Path, python: str) -> dict:
-    """The mmcv-full sdist and the mmdet3d wheel into ``out``, and ``locks/source-built.json``
-    (no mmcv-full wheel: the node compiles it)."""
-    from upstream_env import EnvBuildError, SourceBuilt
-
-    try:
-        built = SourceBuilt.for_node(Path(python))
-    except EnvBuildError as exc:
-        raise WheelhouseError(str(exc)) from None
-    for path in built.files():
-        shutil.copy2(path, out / path.name)
-    facts = built.facts()
-    (out / "locks" / SOURCE_BUILT).write_text(json.dumps(facts, indent=1) + "\n")
-    return facts
 
 
 def bundle(entries: list[dict], early: set[str], max_bytes: int) -> int:
@@ -77,14 +60,14 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
                     toolkit: bool = False) -> Path:  # fmt: skip
     """``out/gpu-stack-kit`` and ``out/gpu-stack-parts``: see the module docstring. ``toolkit``: carry
     every wheel of the CUDA toolkit's lock (a node without nvcc), not only its cuobjdump."""
-    from upstream_env import NodeTorch
-
-    python = sys.executable
-    tag = python_tag(version)
-    locks = collect_stack(python, out, version, cuda, torchvision)
-    facts = source_built(out, python)
-    only = None if toolkit else NodeTorch.cuobjdump
-    toolkit_files = collect_toolkit(python, out, f"cuda-toolkit-{cuda}.*.txt", only)
+    house, tag = Wheelhouse(sys.executable, out), python_tag(version)
+    locks = collect_stack(house, version, cuda, torchvision)
+    try:  # the mmcv-full sdist and the mmdet3d wheel (no mmcv-full wheel: the node compiles it)
+        built = SourceBuilt.for_node(Path(house.python))
+    except EnvBuildError as exc:
+        raise WheelhouseError(str(exc)) from None
+    facts, facts_file = built.facts(), house.add_built(built).name
+    toolkit_files = house.add_toolkit(f"cuda-toolkit-{cuda}.*.txt", None if toolkit else NodeTorch.cuobjdump)
     kit, parts_root = out / KIT, out / PARTS
     for folder in (kit, parts_root):
         shutil.rmtree(folder, ignore_errors=True)
@@ -94,7 +77,7 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
     tree = applied_tree(out / APPLIED_ARCHIVE, out / APPLIED_FACTS)
     wheels = sorted({e.file for group in locks.values() for e in group})
     extra = [facts["sdist"], facts["mmdet3d"]["file"], *toolkit_files]
-    lock_names = [f"gpu-stack-{tag}.txt", f"gpu-stack-nodeps-{tag}.txt", SOURCE_BUILT,
+    lock_names = [f"gpu-stack-{tag}.txt", f"gpu-stack-nodeps-{tag}.txt", facts_file,
                   f"gpu-stack-requirements-cu{cuda}.txt", f"gpu-stack-constraints-cu{cuda}.txt"]  # fmt: skip
     files = [out / w for w in wheels + extra] + [out / "locks" / n for n in lock_names]
     files += [sources, out / APPLIED_ARCHIVE, out / APPLIED_FACTS]
@@ -113,7 +96,7 @@ def build_stack_kit(out: Path, version: str, cuda: int, *, max_part_bytes: int =
     manifest = {
         "format": FORMAT, "dali_cuda": cuda, "max_part_bytes": max_part_bytes, "parts_dir": PARTS,
         "parts_beside": True, "locks": {tag: lock_names[0]}, "source": sources.name, "files": entries,
-        "stack": {"python": tag, "nodeps": lock_names[1], "source_built": SOURCE_BUILT,
+        "stack": {"python": tag, "nodeps": lock_names[1], "source_built": facts_file,
                   "applied": APPLIED_ARCHIVE, "applied_facts": APPLIED_FACTS, "early": sorted(early),
                   "early_bundles": early_bundles, "cuda_arch": cuda_arch, "pins": tree["pins"]},
     }  # fmt: skip

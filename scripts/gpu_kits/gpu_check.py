@@ -1,4 +1,4 @@
-"""``python -m wheelhouse.gpu_check [--wheelhouse DIR] [--cuda 12|13] [--kit-python V,..] [runner
+"""``python -m gpu_kits.gpu_check [--wheelhouse DIR] [--cuda 12|13] [--kit-python V,..] [runner
 options]`` (``nox -s gpu_check``): make the kit in the wheelhouse (downloading what it lacks), then
 run it here as ``gpu_check.py`` runs on a node. "The node's torch" is this interpreter's (the
 hermetic env's CPU torch), or the OpenMMLab env's CUDA torch when it sees a GPU (then the kit's
@@ -15,7 +15,7 @@ from pathlib import Path
 from gpukit import CheckError, probe
 from gpukit import main as runner_main
 
-from .__main__ import main as wheelhouse_main
+from .__main__ import main as kits_main
 from .kit_sources import ROOT
 
 UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
@@ -35,7 +35,7 @@ def gpu_torch() -> tuple[str, str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="wheelhouse.gpu_check", description=__doc__.split("\n\n")[0], add_help=False
+        prog="gpu_kits.gpu_check", description=__doc__.split("\n\n")[0], add_help=False
     )
     ap.add_argument("--wheelhouse", type=Path, default=ROOT / "out" / "wheelhouse")
     ap.add_argument("--cuda", default=None, help="CUDA major of the kit's DALI (12, or the GPU torch's)")
@@ -52,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_check: a GPU, and {python} has a CUDA {major} torch that sees it: using that torch")
         runner_args += ["--python", python]
     kit = ["--out", str(args.wheelhouse), "--only", "kit", "--cuda", cuda, "--kit-python", args.kit_python]
-    made = wheelhouse_main(kit)
-    if made != 0:
+    if made := kits_main(kit):
         return made
     work = [] if "--work" in runner_args else ["--work", str(ROOT / "out" / "gpu-check")]
     return runner_main(["--kit", str(args.wheelhouse / "gpu-kit"), *work, *runner_args])

@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 
 from upstream_env import NodeTorch
+from wheelhouse import Wheelhouse
 
 from .kit_sources import ROOT
-from .requirement_locks import Locked, resolve, run_pip, write_lock
 
 REQUIREMENTS = ROOT / "requirements" / "gpu-kit.txt"
 CONSTRAINTS = ROOT / "constraints" / "hermetic.txt"
@@ -36,19 +36,19 @@ def python_tag(version: str) -> str:
     return f"cp{major}{minor}"
 
 
-def collect_kit(python: str, out: Path, versions: list[str], cuda: int) -> dict[str, list[Locked]]:
-    """The kit's wheels for each Python ``versions`` (``3.11``) into ``out``, a lock per version."""
-    req = kit_requirements(cuda, out / "locks" / f"gpu-kit-requirements-cu{cuda}.txt")
+def collect_kit(house: Wheelhouse, versions: list[str], cuda: int) -> dict[str, list[str]]:
+    """The kit's wheels for each Python ``versions`` (``3.11``) into the wheelhouse, a lock per
+    version; the wheels' names per Python tag."""
+    req = kit_requirements(cuda, house.folder / "locks" / f"gpu-kit-requirements-cu{cuda}.txt")
     locks = {}
     for version in versions:
         tag = python_tag(version)
-        wheels = [*target(version), "--only-binary=:all:"]
+        args = [*target(version), "--only-binary=:all:", "-c", CONSTRAINTS, "-r", req]
         what = f"collecting the kit's wheels for Python {version}"
-        run_pip(python, ["download", "-q", "-d", out, *wheels, "-c", CONSTRAINTS, "-r", req], what)
-        with tempfile.TemporaryDirectory(prefix="gpu-kit-target-") as tmp:  # --python-version needs one
-            with_target = [*wheels, "--target", tmp, "-c", CONSTRAINTS, "-r", req]
-            entries = resolve(python, out, with_target, f"resolving the kit for Python {version}")
+        house.pip(["download", "-q", "-d", house.folder, *args], what)
         header = f"The GPU check kit's venv on CPython {version} (DALI for CUDA {cuda}), hash-pinned."
-        write_lock(out / "locks" / f"gpu-kit-{tag}.txt", entries, out, header)
-        locks[tag] = entries
+        what = f"resolving the kit for Python {version}"
+        with tempfile.TemporaryDirectory(prefix="gpu-kit-target-") as tmp:  # --python-version needs one
+            entries = house.lock(f"gpu-kit-{tag}.txt", [*args, "--target", tmp], what, header)
+        locks[tag] = [e.file for e in entries]
     return locks

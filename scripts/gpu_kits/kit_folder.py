@@ -1,4 +1,4 @@
-"""Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s wheelhouse``).
+"""Make the GPU check kit inside a wheelhouse: ``<wheelhouse>/gpu-kit/`` (``nox -s gpu_kits``).
 
 The kit is ``gpu_check.py`` (``gpukit.launcher``) with the runner's modules in ``gpukit/`` (stdlib
 only: :data:`RUNNER_MODULES`), ``manifest.json`` and ``parts/``: the kit's wheels and locks
@@ -18,7 +18,6 @@ import gpukit
 from gpukit import FORMAT, MANIFEST, sha256
 
 from .kit_sources import SOURCE_ARCHIVE, source_archive
-from .requirement_locks import Locked
 
 MiB = 2**20
 # What the kit runs before its venv exists: stdlib only, copied whole into <kit>/gpukit/.
@@ -46,13 +45,13 @@ def split(path: Path, parts_dir: Path, max_part_bytes: int) -> dict:
     return {"name": path.name, "size": size, "sha256": digest, "parts": parts}
 
 
-def build_kit(out: Path, locks: dict[str, list[Locked]], cuda: int, max_part_bytes: int = 60 * MiB) -> Path:
+def build_kit(out: Path, locks: dict[str, list[str]], cuda: int, max_part_bytes: int = 60 * MiB) -> Path:
     """``out/gpu-kit``: the runner, the manifest and the parts of every file the check needs."""
     kit = out / "gpu-kit"
     shutil.rmtree(kit, ignore_errors=True)
     parts_dir = kit / "parts"
     parts_dir.mkdir(parents=True)
-    wheels = sorted({e.file for entries in locks.values() for e in entries})
+    wheels = sorted({w for names in locks.values() for w in names})
     lock_names = {tag: f"gpu-kit-{tag}.txt" for tag in locks}
     archive = source_archive(kit / SOURCE_ARCHIVE)
     files = [out / w for w in wheels] + [out / "locks" / n for n in lock_names.values()] + [archive]

@@ -17,10 +17,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .collect import ROOT
-from .errors import WheelhouseError
+from upstream_env import NO_DEPS, NodeTorch, normalise
+from wheelhouse import Wheelhouse, WheelhouseError, read_pins
+
+from .kit_sources import ROOT
 from .kit_wheels import python_tag, target
-from .requirement_locks import Locked, check_pins, normalise, read_pins, resolve, run_pip, write_lock
 
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 NODE_PROVIDES = ("torch", "torchvision")  # the node's own, with the CUDA libraries torch brings
@@ -30,8 +31,6 @@ PURE_TAGS = ("py3-none-any.whl", "py2.py3-none-any.whl")
 def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
     """The requirement and constraint files ``upstream_env build --torch-from`` installs on a node
     whose torch is built for CUDA major ``cuda``, written beside ``dest`` (``dest``: the requirements)."""
-    from upstream_env import NodeTorch
-
     node = NodeTorch(cuda)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(node.requirements())
@@ -43,68 +42,53 @@ def stack_requirements(cuda: int, dest: Path) -> tuple[Path, Path]:
 def early_names() -> set[str]:
     """What ``upstream_env mmcv-wheel --torch-from`` installs before it compiles: the build
     prerequisites beside torch, with wheel's dependency ``packaging`` (the first bundles carry them)."""
-    from upstream_env import NodeTorch
-
     return {normalise(p) for p in NodeTorch.prerequisites} | {"packaging"}
 
 
-def resolve_here(python: str, args: list[object], what: str) -> list[tuple[str, str]]:
+def resolve_here(house: Wheelhouse, args: list[object], what: str) -> list[tuple[str, str]]:
     """(name, version) of what ``pip install args`` resolves to with the index (sdists allowed)."""
     with tempfile.TemporaryDirectory(prefix="stack-resolve-") as tmp:
         report = Path(tmp) / "report.json"
-        run_pip(python, ["install", "--dry-run", "--ignore-installed", "-q", "--report", report, *args], what)
+        house.pip(["install", "--dry-run", "--ignore-installed", "-q", "--report", report, *args], what)
         items = json.loads(report.read_text())["install"]
     return [(i["metadata"]["name"], i["metadata"]["version"]) for i in items]
 
 
-def fetch_for(python: str, out: Path, version: str, pins: list[tuple[str, str]], what: str) -> None:
-    """Each pin's wheel for CPython ``version`` into ``out``, or its sdist built here into a pure wheel."""
+def fetch_for(house: Wheelhouse, version: str, pins: list[tuple[str, str]], what: str) -> None:
+    """Each pin's wheel for CPython ``version`` into the wheelhouse, or its sdist built into a pure wheel."""
     with tempfile.TemporaryDirectory(prefix="stack-fetch-") as tmp:
         got, built = Path(tmp) / "got", Path(tmp) / "built"
         spec = [f"{name}=={ver}" for name, ver in pins]
-        run_pip(python, ["download", "-q", "--no-deps", "-d", got, *target(version), *spec], what)
+        house.pip(["download", "-q", "--no-deps", "-d", got, *target(version), *spec], what)
         for sdist in [*got.glob("*.tar.gz"), *got.glob("*.zip")]:
-            run_pip(python, ["wheel", "-q", "--no-deps", "-w", built, sdist], f"building {sdist.name}")
+            house.pip(["wheel", "-q", "--no-deps", "-w", built, sdist], f"building {sdist.name}")
         impure = [w.name for w in built.glob("*.whl") if not w.name.endswith(PURE_TAGS)]
         if impure:
             raise WheelhouseError(
                 f"{', '.join(impure)}: built from sdists here, not pure: no use on the node"
             )
         for wheel in [*got.glob("*.whl"), *built.glob("*.whl")]:
-            shutil.copy2(wheel, out / wheel.name)
+            shutil.copy2(wheel, house.folder / wheel.name)
 
 
-def collect_stack(python: str, out: Path, version: str, cuda: int, torchvision: str | None = None) -> dict:
-    """The stack kit's wheels for CPython ``version`` into ``out``; its locks
-    ``locks/gpu-stack-<tag>.txt`` (hash-pinned, resolved from ``out`` alone for that Python) and
+def collect_stack(house: Wheelhouse, version: str, cuda: int, torchvision: str | None = None) -> dict:
+    """The stack kit's wheels for CPython ``version`` into the wheelhouse; its locks
+    ``locks/gpu-stack-<tag>.txt`` (hash-pinned, resolved from the wheelhouse alone for that Python) and
     ``locks/gpu-stack-nodeps-<tag>.txt`` (``--no-deps``: lyft_dataset_sdk, and torchvision when asked
     for a node that lacks it). Returns {"lock": [...], "nodeps": [...]}."""
-    from upstream_env import NO_DEPS
-
     tag = python_tag(version)
-    req, con = stack_requirements(cuda, out / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")
-    pins = resolve_here(python, ["-c", con, "-r", req], "resolving the stack kit's packages")
-    fetch_for(python, out, version, pins, f"collecting the stack kit's wheels for Python {version}")
+    req, con = stack_requirements(cuda, house.folder / "locks" / f"gpu-stack-requirements-cu{cuda}.txt")
+    pins = resolve_here(house, ["-c", con, "-r", req], "resolving the stack kit's packages")
+    fetch_for(house, version, pins, f"collecting the stack kit's wheels for Python {version}")
     nodeps = [(n, read_pins(CONSTRAINTS)[normalise(n)]) for n in NO_DEPS]
     nodeps += [("torchvision", torchvision)] if torchvision else []
-    fetch_for(python, out, version, nodeps, "collecting the stack kit's --no-deps wheels")
+    fetch_for(house, version, nodeps, "collecting the stack kit's --no-deps wheels")
+    header = f"The OpenMMLab env on a node's own torch, CPython {version}, DALI for CUDA {cuda}, hash-pinned."
+    names, free_header = [f"{n}=={v}" for n, v in nodeps], header + " Installed with --no-deps."
     with tempfile.TemporaryDirectory(prefix="stack-target-") as tmp:  # --python-version needs a target
         opts = [*target(version), "--only-binary=:all:", "--target", tmp]
-        lock = resolve(python, out, [*opts, "-c", con, "-r", req], f"resolving the stack for {tag}")
-        names = [f"{n}=={v}" for n, v in nodeps]
-        free = resolve(python, out, [*opts, "--no-deps", *names], f"resolving the --no-deps wheels for {tag}")
-    node_own = [e for e in free if normalise(e.name) in NODE_PROVIDES]  # the node's version, not the pin
-    check_pins(
-        [e for e in lock + free if e not in node_own], read_pins(CONSTRAINTS), "constraints/upstream.txt"
-    )
-    header = f"The OpenMMLab env on a node's own torch, CPython {version}, DALI for CUDA {cuda}, hash-pinned."
-    write_lock(out / "locks" / f"gpu-stack-{tag}.txt", lock, out, header)
-    write_lock(
-        out / "locks" / f"gpu-stack-nodeps-{tag}.txt", free, out, header + " Installed with --no-deps."
-    )
+        what = f"resolving the stack for {tag}"
+        lock = house.lock(f"gpu-stack-{tag}.txt", [*opts, "-c", con, "-r", req], what, header, CONSTRAINTS)
+        args, what = [*opts, "--no-deps", *names], f"resolving the --no-deps wheels for {tag}"
+        free = house.lock(f"gpu-stack-nodeps-{tag}.txt", args, what, free_header, CONSTRAINTS, NODE_PROVIDES)
     return {"lock": lock, "nodeps": free}
-
-
-def stack_files(entries: dict) -> list[str]:
-    """The wheel file names of both locks."""
-    return sorted({e.file for group in entries.values() for e in group if isinstance(e, Locked)})
