@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -121,3 +122,49 @@ def test_session_refuses_an_argument_it_would_drop(args: list[str], message: str
     assert done.returncode != 0
     assert f"aborted: {message}" in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+SCRATCH_NOXFILE = """
+import importlib.util, sys, time
+import nox
+
+spec = importlib.util.spec_from_file_location("project_noxfile", {noxfile!r})
+project = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(project)
+STEPS = "import time; print('step 1', flush=True); time.sleep({sleep}); print('step 2')"
+BUILD = [sys.executable, "-c", STEPS]
+
+@nox.session(python=False)
+def beside(session):
+    with project.env_built_beside(session, BUILD):
+        session.log("the block runs")
+        if session.posargs == ["fail"]:
+            time.sleep(3)  # the build has started
+            session.error("the block failed")
+"""
+
+
+@pytest.mark.parametrize("outcome", ["ok", "fail"])
+def test_the_env_builds_beside_the_tiers_and_stops_when_they_fail(tmp_path: Path, outcome: str) -> None:
+    """`nox -s tests` builds the OpenMMLab env in the background while the other tiers run: the build's
+    lines are shown after the block, whose own output is not interleaved with them; a failing block
+    stops the build (a 60-s one here) instead of waiting for it."""
+    sleep = 1 if outcome == "ok" else 60
+    (tmp_path / "noxfile.py").write_text(SCRATCH_NOXFILE.format(noxfile=str(NOXFILE), sleep=sleep))
+    args = [
+        NOX,
+        "-f",
+        str(tmp_path / "noxfile.py"),
+        "-s",
+        "beside",
+        *(["--", "fail"] if outcome == "fail" else []),
+    ]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=50, cwd=tmp_path)
+    output = done.stdout + done.stderr
+    block, first = output.index("the block runs"), output.index("(beside) step 1")
+    assert block < first, output
+    if outcome == "ok":
+        assert done.returncode == 0 and "(beside) step 2" in output and "beside the tiers: exit 0" in output
+    else:
+        assert done.returncode == 1 and "(beside) step 2" not in output, output
+        assert f"beside the tiers: exit -{signal.SIGTERM.value}" in output, output
