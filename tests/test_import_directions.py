@@ -3,8 +3,9 @@ import each other (read from the code, lazy imports inside functions included); 
 overlaytool, no module imports from a floor above its own; and every package, the noxfile and
 overlay/tools reach another package only through its faces (:data:`FACES`): its root, a name of its
 ``__all__``, and for the loader its toolkit module; a face holds few names (:data:`FACE_LIMITS`,
-:data:`SCRIPTS_FACE_LIMITS`) and no name is on two faces; and nothing outside the loader package
-builds the loader past its builders (:data:`BUILDERS`)."""
+:data:`SCRIPTS_FACE_LIMITS`) and no name is on two faces; the scripts/ packages and the noxfile take
+few names from each other (:data:`CROSSING_LIMIT`); and nothing outside the loader package builds
+the loader past its builders (:data:`BUILDERS`)."""
 
 from __future__ import annotations
 
@@ -283,6 +284,52 @@ def test_the_scripts_faces_hold_few_names_and_no_name_is_on_two_faces() -> None:
         for public in names:
             owners.setdefault(public, []).append(package)
     assert {name: where for name, where in owners.items() if len(where) > 1} == {}  # one name, one face
+
+
+# The most (package, name) pairs the packages of scripts/ and the noxfile take from the scripts/
+# packages they are not (issue #59: a face carries few names).
+CROSSING_LIMIT = 59  # issue #59 aims at 40
+
+
+def crossing_names(repo: Path) -> dict[tuple[str, str], list[str]]:
+    """(package, name) -> the files that take ``name`` from the scripts/ ``package`` (``from package``
+    or ``from package.module import name``, lazy imports included) in another scripts/ package or
+    the noxfile."""
+    scripts = {p.parent.name for p in (repo / "scripts").glob("*/__init__.py")}
+    found: dict[tuple[str, str], list[str]] = {}
+    for path, owner in sorted(importers(repo).items()):
+        if not path.is_relative_to(repo / "scripts") and owner != "noxfile":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                package = node.module.split(".")[0]
+                if package in scripts and package != owner:
+                    for alias in node.names:
+                        found.setdefault((package, alias.name), []).append(path.relative_to(repo).as_posix())
+    return found
+
+
+def test_the_scripts_packages_take_few_names_from_each_other() -> None:
+    pairs = crossing_names(REPO_ROOT)
+    listing = "\n".join(f"{p}.{n}: {', '.join(sorted(set(f)))}" for (p, n), f in sorted(pairs.items()))
+    assert len(pairs) <= CROSSING_LIMIT, f"{len(pairs)} names cross:\n{listing}"
+
+
+def test_a_name_taken_across_packages_is_counted(tmp_path: Path) -> None:
+    for rel, body in {
+        "noxfile.py": "from tool import run\nfrom os import path\n",
+        "scripts/tool/__init__.py": "from .cli import run\n",
+        "scripts/tool/cli.py": "from tool import helpers\n\ndef run(): ...\n",
+        "scripts/other/use.py": "from tool.cli import run, main\n\ndef f():\n    from tool import run\n",
+        "scripts/other/__init__.py": "",
+        "overlay/pkg/__init__.py": "from tool import run\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    assert crossing_names(tmp_path) == {
+        ("tool", "main"): ["scripts/other/use.py"],
+        ("tool", "run"): ["noxfile.py", "scripts/other/use.py", "scripts/other/use.py"],
+    }
 
 
 # The loader's classes -> the builder a caller outside the loader package builds one with (the
