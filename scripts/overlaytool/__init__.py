@@ -16,10 +16,9 @@ class OverlayError(Exception):
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock", "mirror_path"),
-    "gitcmd": ("has_commit",),
+    "cache": ("cache_root", "is_cached", "mirror_lock"),
     "overlay": ("overlay_files",),
-    "pins": ("Pin", "load_pin"),
+    "pins": ("load_pin",),
     "rebase.references": ("reference_lines", "suggested_moves"),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("apply_all",),
