@@ -16,7 +16,7 @@ class OverlayError(Exception):
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock"),
+    "cache": ("cache_root", "is_cached", "mirror_lock", "pinned_repo"),
     "overlay": ("overlay_files",),
     "pins": ("load_pin",),
     "rebase.references": ("reference_lines", "suggested_moves"),

@@ -34,21 +34,6 @@ class Pin:
         parts = self.url.rstrip("/").removesuffix(".git").replace(":", "/").split("/")
         return f"{parts[-2]}+{parts[-1]}"
 
-    def repo(self, root: Path) -> Path:
-        """A git repository holding the pinned commit: the cache mirror, else the checkout at
-        `root / checkout`; `OverlayError` naming both where neither holds it."""
-        from .cache import mirror_path  # the cache names its mirrors after pins
-        from .gitcmd import has_commit
-
-        mirror = mirror_path(self)
-        for repo in (mirror, root / self.checkout):
-            if repo.exists() and has_commit(repo, self.commit):
-                return repo
-        raise OverlayError(
-            f"{self.name} {self.tag or ''} ({self.commit}) is neither in the local upstream cache ({mirror}) "
-            f"nor checked out at {self.checkout}. Run `nox -s fetch` (or `nox -s apply`) first."
-        )
-
 
 def read_toml(path: Path, missing: str) -> dict:
     """The TOML table of `path`; `OverlayError` naming the file when it is `missing` or not TOML."""

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from overlaytool import OverlayError, load_pin
+from overlaytool import OverlayError, load_pin, pinned_repo
 
 from .errors import EnvBuildError
 from .mmcv_wheel import unpack_source
@@ -42,7 +42,7 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
         log.say(f"      reusing cached wheel mmdet3d/{dest.name}")
         return dest
     try:
-        repo = pin.repo(ROOT)  # the cache mirror, else the applied checkout
+        repo = pinned_repo(pin, ROOT)  # the cache mirror, else the applied checkout
     except OverlayError as exc:
         raise EnvBuildError(str(exc)) from None
     log.say(f"      building mmdet3d {pin.tag or pin.commit[:12]}; {eta_line('mmdet3d')}")

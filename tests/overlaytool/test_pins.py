@@ -3,7 +3,6 @@ the file and the key."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,21 +45,3 @@ def test_malformed_pin_names_file_and_key(tmp_path: Path, old: str, new: str, me
     with pytest.raises(OverlayError) as err:
         load_pin(path)
     assert str(path) in str(err.value) and message in str(err.value)
-
-
-def test_a_pins_repo_is_the_mirror_else_the_checkout_holding_its_commit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("STREAMPETR_DALI_CACHE", str(tmp_path / "cache"))
-    checkout = tmp_path / "upstream" / "StreamPETR"
-    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
-    checkout.mkdir(parents=True)
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "pin"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
-    path = tmp_path / "streampetr.toml"
-    path.write_text(GOOD_PIN.replace("95f64702306ccdb7a78889578b2a55b5deb35b2a", commit.stdout.strip()))
-    assert load_pin(path).repo(tmp_path) == checkout  # no mirror in the cache
-    path.write_text(GOOD_PIN)  # a commit neither holds
-    with pytest.raises(OverlayError, match=r"neither in the local upstream cache \(.*exiawsh\+StreamPETR"):
-        load_pin(path).repo(tmp_path)
