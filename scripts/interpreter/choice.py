@@ -37,6 +37,11 @@ class BasePython:
     def minor(self) -> str:
         return f"{self.version[0]}.{self.version[1]}"
 
+    @property
+    def label(self) -> str:
+        """Its minor, or ``system`` for the distribution's own python3 (`nox -s pythons` names them so)."""
+        return "system" if self.path == str(DISTRIBUTION) else self.minor
+
 
 def venv_minor(env: Path) -> str | None:
     """The Python minor a venv was made with (its `pyvenv.cfg`), or None where there is none."""
