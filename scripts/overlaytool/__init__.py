@@ -8,15 +8,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-
-class OverlayError(Exception):
-    """A user-facing failure: the message says what is wrong and how to get out."""
-
-
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
     "cache": ("cache_root", "is_cached", "mirror_lock", "pinned_repo"),
+    "errors": ("OverlayError",),
     "overlay": ("overlay_files",),
     "pins": ("load_pin",),
     "rebase.references": ("reference_lines", "suggested_moves"),
@@ -26,7 +22,7 @@ _FACE = {
     "tree.stamp": ("read_stamp",),
 }
 _EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted([*_EXPORTS, "OverlayError"])
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

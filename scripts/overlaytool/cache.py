@@ -18,7 +18,7 @@ import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 from .gitcmd import git, has_commit
 from .lock import hold
 from .pins import Pin

@@ -14,7 +14,7 @@ import posixpath
 import sys
 from pathlib import Path
 
-from .. import OverlayError
+from ..errors import OverlayError
 from ..gitcmd import git
 from ..overlay import place
 from ..targets import REPO_ROOT, Target, load_targets
