@@ -166,13 +166,9 @@ def names_from_own_root(package: Path) -> list[str]:
     return found
 
 
-# forkwatch's modules take ForkwatchError from its root: left to the package's owner (issue #59)
-OWN_ROOT_LEFT = {"forkwatch"}
-
-
 def test_no_module_takes_a_name_from_its_own_package_root() -> None:
     roots = [p.parent for r in PACKAGE_ROOTS for p in sorted((REPO_ROOT / r).glob("*/__init__.py"))]
-    assert [f for root in roots if root.name not in OWN_ROOT_LEFT for f in names_from_own_root(root)] == []
+    assert [f for root in roots for f in names_from_own_root(root)] == []
 
 
 def test_a_name_taken_from_the_own_root_is_named(tmp_path: Path) -> None:
