@@ -2,7 +2,7 @@
 
 Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, found
 where the checkout's layout puts them (a fork with its sources under ``src/``, the target's
-``overlay_moves``: :func:`overlaytool.tree.code_root.configs_dir`); the overlay's own configs are left
+``overlay_moves``: under :func:`overlaytool.tree.code_root.code_root`); the overlay's own configs are left
 out. A file is skipped by rule, and the row says why, when it is no training config: it assigns
 none of ``_base_``, ``data`` and ``model`` (read without running it), a ``_base_`` it names does not
 exist, or once loaded it lacks ``model`` or ``data.<split>``.
@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from overlaytool import Target, configs_dir, overlay_files
+from overlaytool import Target, code_root, overlay_files
 
 
 def upstream_configs(target: Target) -> list[str]:
@@ -22,7 +22,8 @@ def upstream_configs(target: Target) -> list[str]:
     there, relative to the checkout (``src/projects/configs/...`` in a fork that moved it)."""
     checkout = target.checkout
     ours = set(overlay_files(target.overlay_dir, target.overlay_moves))
-    files = sorted(p.relative_to(checkout).as_posix() for p in configs_dir(target).rglob("*.py"))
+    configs = code_root(target) / "projects" / "configs"
+    files = sorted(p.relative_to(checkout).as_posix() for p in configs.rglob("*.py"))
     return [f for f in files if f not in ours]
 
 
