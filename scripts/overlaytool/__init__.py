@@ -18,7 +18,7 @@ _FACE = {
     "rebase.references": ("reference_lines", "suggested_moves"),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("apply_all",),
-    "tree.code_root": ("PLUGIN", "code_root", "require_code_root"),
+    "tree.code_root": ("code_root", "require_code_root"),
     "tree.stamp": ("read_stamp",),
 }
 _EXPORTS = {name: module for module, names in _FACE.items() for name in names}
