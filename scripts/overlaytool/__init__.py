@@ -15,7 +15,7 @@ _FACE = {
     "errors": ("OverlayError",),
     "overlay": ("overlay_files",),
     "pins": ("load_pin",),
-    "rebase.references": ("reference_lines", "suggested_moves"),
+    "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("apply_all",),
     "tree.code_root": ("code_root", "require_code_root"),
