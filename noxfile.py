@@ -24,13 +24,7 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from interpreter import (  # noqa: E402
-    BasePython,
-    UnsupportedPython,
-    base_python,
-    ensure_venv,
-    other_pythons,
-)
+from interpreter import BasePython, base_python, ensure_venv, other_pythons  # noqa: E402
 
 nox.needs_version = ">=2026.10.20"  # requirements/nox.txt's pin (tests/test_noxfile.py)
 nox.options.sessions = ["lint", "tests"]
@@ -61,12 +55,9 @@ WORKERS = ("-n", str(min(len(os.sched_getaffinity(0)), 4)), "--dist", "loadfile"
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
-try:  # before any session downloads or compiles: a Python the stack supports, or a refusal
-    BASE = base_python()  # $STREAMPETR_PYTHON, else this one, else one found (docs/upstream-env.md#pythons)
-except UnsupportedPython as exc:
-    raise SystemExit(f"nox: {exc}") from None
-if BASE.note:
-    print(f"nox: {BASE.note}", file=sys.stderr)
+# before any session downloads or compiles: a Python the stack supports, or a refusal (one line);
+# $STREAMPETR_PYTHON, else this one, else one found (docs/upstream-env.md#pythons)
+BASE = base_python(program="nox")
 BASE_PYTHON = BASE.path
 
 from overlaytool import is_cached, load_targets  # noqa: E402  (after the check: it needs Python 3.11)

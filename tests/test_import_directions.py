@@ -1,10 +1,12 @@
-"""The packages of scripts/ and overlay/ import each other in one direction only: no two of them
-import each other (read from the code, lazy imports inside functions included); inside
-overlaytool, no module imports from a floor above its own; and every package, the noxfile and
-overlay/tools reach another package only through its faces (:data:`FACES`): its root, a name of its
-``__all__``, and for the loader its toolkit module; a face holds few names (:data:`FACE_LIMITS`,
-:data:`SCRIPTS_FACE_LIMITS`) and no name is on two faces; and nothing outside the loader package
-builds the loader past its builders (:data:`BUILDERS`)."""
+"""The packages of scripts/ and overlay/ import each other in one direction only: no two of them import
+each other (read from the code, lazy imports inside functions included); inside overlaytool, no
+module imports from a floor above its own; no module takes a name from its own package's root (a
+root only re-exports); and every package, the noxfile and overlay/tools reach another package only
+through its faces (:data:`FACES`): its root, a name of its ``__all__``, and for the loader its
+toolkit module; a face holds few names (:data:`FACE_LIMITS`, :data:`SCRIPTS_FACE_LIMITS`) and no
+name is on two faces; the scripts/ packages and the noxfile take few names from each other
+(:data:`CROSSING_LIMIT`); and nothing outside the loader package builds the loader past its builders
+(:data:`BUILDERS`)."""
 
 from __future__ import annotations
 
@@ -136,6 +138,56 @@ def test_an_import_from_a_higher_floor_is_named(tmp_path: Path) -> None:
         "base -> tree",
         "other -> rebase/loop",
         "tree/apply -> rebase/loop",
+    ]
+
+
+def names_from_own_root(package: Path) -> list[str]:
+    """``package/file:line name`` of every name (not a submodule) a module of ``package`` takes from
+    its own package's ``__init__`` or a subpackage's: a root only re-exports."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = node.module.split(".") if node.module else []
+            if node.level:
+                base = parts[: len(parts) - node.level] + module
+            elif module[:1] == [package.name]:
+                base = module[1:]
+            else:
+                continue
+            if (package.joinpath(*base) / "__init__.py").is_file():
+                where = f"{package.name}/{path.relative_to(package).as_posix()}:{node.lineno}"
+                names = [a.name for a in node.names if not _is_module(package.joinpath(*base, a.name))]
+                found += [f"{where} {name}" for name in names]
+    return found
+
+
+def test_no_module_takes_a_name_from_its_own_package_root() -> None:
+    roots = [p.parent for r in PACKAGE_ROOTS for p in sorted((REPO_ROOT / r).glob("*/__init__.py"))]
+    assert [f for root in roots for f in names_from_own_root(root)] == []
+
+
+def test_a_name_taken_from_the_own_root_is_named(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for rel, body in {
+        "__init__.py": "from .errors import Error\n",
+        "errors.py": "class Error(Exception): ...\n",
+        "base.py": "from . import Error, errors\nfrom .errors import Error\n",
+        "tree/__init__.py": "X = 1\n",
+        "tree/apply.py": "from .. import Error\nfrom . import X\nfrom pkg import base\n"
+        "from pkg.tree import X\n",
+    }.items():
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text(body)
+    assert names_from_own_root(package) == [
+        "pkg/base.py:1 Error",
+        "pkg/tree/apply.py:1 Error",
+        "pkg/tree/apply.py:2 X",
+        "pkg/tree/apply.py:4 X",
     ]
 
 
@@ -284,6 +336,52 @@ def test_the_scripts_faces_hold_few_names_and_no_name_is_on_two_faces() -> None:
         for public in names:
             owners.setdefault(public, []).append(package)
     assert {name: where for name, where in owners.items() if len(where) > 1} == {}  # one name, one face
+
+
+# The most (package, name) pairs the packages of scripts/ and the noxfile take from the scripts/
+# packages they are not (issue #59: a face carries few names).
+CROSSING_LIMIT = 50  # issue #59 aims at 40
+
+
+def crossing_names(repo: Path) -> dict[tuple[str, str], list[str]]:
+    """(package, name) -> the files that take ``name`` from the scripts/ ``package`` (``from package``
+    or ``from package.module import name``, lazy imports included) in another scripts/ package or
+    the noxfile."""
+    scripts = {p.parent.name for p in (repo / "scripts").glob("*/__init__.py")}
+    found: dict[tuple[str, str], list[str]] = {}
+    for path, owner in sorted(importers(repo).items()):
+        if not path.is_relative_to(repo / "scripts") and owner != "noxfile":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                package = node.module.split(".")[0]
+                if package in scripts and package != owner:
+                    for alias in node.names:
+                        found.setdefault((package, alias.name), []).append(path.relative_to(repo).as_posix())
+    return found
+
+
+def test_the_scripts_packages_take_few_names_from_each_other() -> None:
+    pairs = crossing_names(REPO_ROOT)
+    listing = "\n".join(f"{p}.{n}: {', '.join(sorted(set(f)))}" for (p, n), f in sorted(pairs.items()))
+    assert len(pairs) <= CROSSING_LIMIT, f"{len(pairs)} names cross:\n{listing}"
+
+
+def test_a_name_taken_across_packages_is_counted(tmp_path: Path) -> None:
+    for rel, body in {
+        "noxfile.py": "from tool import run\nfrom os import path\n",
+        "scripts/tool/__init__.py": "from .cli import run\n",
+        "scripts/tool/cli.py": "from tool import helpers\n\ndef run(): ...\n",
+        "scripts/other/use.py": "from tool.cli import run, main\n\ndef f():\n    from tool import run\n",
+        "scripts/other/__init__.py": "",
+        "overlay/pkg/__init__.py": "from tool import run\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(body)
+    assert crossing_names(tmp_path) == {
+        ("tool", "main"): ["scripts/other/use.py"],
+        ("tool", "run"): ["noxfile.py", "scripts/other/use.py", "scripts/other/use.py"],
+    }
 
 
 # The loader's classes -> the builder a caller outside the loader package builds one with (the

@@ -1,7 +1,7 @@
 """Which files a sweep runs, and which it skips by rule.
 
 Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, wherever
-its layout puts them (:func:`overlaytool.tree.code_root.configs_dir`), the overlay's own left out. A
+its layout puts them (under :func:`overlaytool.tree.code_root.code_root`), the overlay's own left out. A
 file that is no training config is skipped by rule, with the reason: it assigns none of ``_base_``,
 ``data`` and ``model``, names a ``_base_`` that does not exist, or lacks ``model`` or ``data.<split>``.
 """
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from overlaytool import Target, configs_dir, overlay_files
+from overlaytool import Target, code_root, overlay_files
 
 
 def upstream_configs(target: Target) -> list[str]:
@@ -20,7 +20,8 @@ def upstream_configs(target: Target) -> list[str]:
     there, relative to the checkout (``src/projects/configs/...`` in a fork that moved it)."""
     checkout = target.checkout
     ours = set(overlay_files(target.overlay_dir, target.overlay_moves))
-    files = sorted(p.relative_to(checkout).as_posix() for p in configs_dir(target).rglob("*.py"))
+    configs = code_root(target) / "projects" / "configs"
+    files = sorted(p.relative_to(checkout).as_posix() for p in configs.rglob("*.py"))
     return [f for f in files if f not in ours]
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from overlaytool import PLUGIN, REPO_ROOT, Target, code_root, load_targets
+from overlaytool import REPO_ROOT, Target, code_root, load_targets
 
 CHECKOUT = REPO_ROOT / "upstream" / "StreamPETR"
 CONFIGS = {
@@ -37,8 +37,8 @@ def import_upstream(root: Path | None = None) -> None:
     ``overlay/`` already on the path provides ``dali_streampetr``, not the checkout's copy of it) and
     register the plugin's modules."""
     root = upstream_root() if root is None else root
-    if not (root / PLUGIN).is_dir():
-        raise FileNotFoundError(f"{root} holds no {PLUGIN}")
+    if not (root / "projects" / "mmdet3d_plugin").is_dir():  # the package imported below
+        raise FileNotFoundError(f"{root} holds no projects/mmdet3d_plugin")
     if str(root) not in sys.path:
         sys.path.append(str(root))
     import projects.mmdet3d_plugin  # noqa: F401  (registers datasets, transforms, samplers)

@@ -7,7 +7,6 @@ Stdlib only: nox's python runs it; the training and config steps run in the Open
 
 from __future__ import annotations
 
+from .errors import ForkwatchError
 
-class ForkwatchError(Exception):
-    """Bad input (a sources file, a previous summary) or a step that could not be set up; the
-    message names the file or the step."""
+__all__ = ["ForkwatchError"]

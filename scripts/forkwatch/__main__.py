@@ -15,7 +15,7 @@ from pathlib import Path
 
 from overlaytool import REPO_ROOT, cache_root
 
-from . import ForkwatchError
+from .errors import ForkwatchError
 from .forks_file import load_sources
 from .vet import VetSettings, passed, step_lines, vet
 from .watch import watch

@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import ForkwatchError
+from .errors import ForkwatchError
 
 CARRIES_OVER, STOPS, UNREACHABLE, ERROR = "carries-over", "stops", "unreachable", "error"
 STOP_STATUSES = ("conflict", "missing-at-target")

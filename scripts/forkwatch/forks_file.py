@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ForkwatchError
+from .errors import ForkwatchError
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 KEYS = {"name", "url", "branch"}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from overlaytool import OverlayError, load_targets, mirror_lock
 
-from . import ForkwatchError
+from .errors import ForkwatchError
 
 SKIP = {".git", ".nox", "__pycache__", ".pytest_cache", ".ruff_cache", "data", "work_dirs", "out"}
 

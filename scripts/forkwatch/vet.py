@@ -14,14 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import (
-    OverlayError,
-    code_root,
-    load_targets,
-    overlay_files,
-    reference_lines,
-    suggested_moves,
-)
+from overlaytool import OverlayError, code_root, load_targets, overlay_files, reference_summary
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -113,12 +106,7 @@ def stop_lines(project: Path) -> list[str]:
         report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
         stop = report.get("would_stop") or {}
         lines = [f"stop: {stop['kind']}: {stop['message']}"] if stop else []
-        references = report.get("overlay_references") or []
-        lines += [line.strip() for line in reference_lines(references)]
-        moves = suggested_moves(references)
-        if moves:
-            lines.append(f"suggested `overlay_moves` (patches/config.toml): {', '.join(moves)}")
-        return lines
+        return lines + reference_summary(report.get("overlay_references") or [])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []  # no report (the rebase stopped before writing one): the tail says why
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from overlaytool import load_targets
 
-from . import ForkwatchError
 from .check_outcome import CARRIES_OVER, ERROR, UNREACHABLE, CheckOutcome, outcome_of
+from .errors import ForkwatchError
 from .forks_file import Source
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool

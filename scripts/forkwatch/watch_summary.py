@@ -14,7 +14,7 @@ from pathlib import Path
 
 from overlaytool import replace_file
 
-from . import ForkwatchError
+from .errors import ForkwatchError
 
 FORMAT = "streampetr-dali watch summary 1"
 JSON_NAME, MD_NAME = "watch-summary.json", "watch-summary.md"

@@ -8,8 +8,8 @@ files alone; ``gpu_kits.kit_folder`` makes the kit and imports from here, never 
   parts, a venv from the kit's wheels reusing the node's torch, the data, ``tests/gpu``, the benchmark
 - :mod:`.parts`       the manifest: verify every part, reassemble the files, unpack the sources; the
   project's one file hash (``sha256``)
-- :mod:`.node`        the node's python and torch, and the kit's venv on them (the probe and the ``.pth``
-  to a node's torch are the env builder's too: ``upstream_env --torch-from``)
+- :mod:`.node`        the node's python and torch, and the kit's venv on them (the probe, and with it the
+  ``.pth`` to a node's torch, is the env builder's too: ``upstream_env --torch-from``)
 - :mod:`.steps`       numbered steps, the commands they run, ``CheckError``; the project's one step
   timer (``Stopwatch``: wall and CPU seconds, its "done in" line)
 - :mod:`.stack`       ``--stack``: the OpenMMLab env on the node's torch from a stack kit, then the GPU
@@ -20,7 +20,7 @@ files alone; ``gpu_kits.kit_folder`` makes the kit and imports from here, never 
 from __future__ import annotations
 
 # the face (stdlib only and cheap: imported at once): the names other packages take from it
-from .node import clean_pip_env, link_torch, probe
+from .node import clean_pip_env, probe
 from .parts import FORMAT, MANIFEST, sha256, unpack
 from .runner import main
 from .steps import CheckError, Stopwatch
@@ -31,7 +31,6 @@ __all__ = [
     "CheckError",
     "Stopwatch",
     "clean_pip_env",
-    "link_torch",
     "main",
     "probe",
     "sha256",

@@ -39,10 +39,14 @@ def clean_pip_env(base: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def probe(python: str | Path) -> dict:
-    """A python's tag and torch: torch and CUDA versions, devices, torch's site folder."""
+def probe(python: str | Path, link_into: Path | None = None) -> dict:
+    """A python's tag and torch: torch and CUDA versions, devices, torch's site folder; with
+    ``link_into`` (a venv's purelib), that torch put on the venv's path too (:func:`link_torch`)."""
     out = run([python, "-c", PROBE], what=f"{python}: import torch")
-    return json.loads(out.strip().splitlines()[-1])
+    node = json.loads(out.strip().splitlines()[-1])
+    if link_into is not None:
+        link_torch(link_into, node["torch_site"])
+    return node
 
 
 def link_torch(purelib: Path, torch_site: str) -> Path:

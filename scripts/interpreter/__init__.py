@@ -2,7 +2,7 @@
 on this host (PATH, pyenv, uv), else a refusal in seconds, before any download or compile.
 
 - :mod:`.choice`  ``SUPPORTED``, ``base_python`` (a ``BasePython``; ``ASKED_VARIABLE``), ``venv_minor``,
-  ``UnsupportedPython``, ``supported_on_host``, ``other_pythons`` (``DISTRIBUTION``'s python3 too)
+  ``UnsupportedPython``, ``supported_on_host``, ``other_pythons`` (the distribution's python3 too)
 - :mod:`.stamped_venv`  ``ensure_venv``: a venv behind a stamp
 - :mod:`.installer`  ``install_command``: the one spelling of the installer for the envs (uv, else
   pip), ``pip_settings``: the package sources pip would use
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from .choice import (
     ASKED_VARIABLE,
-    DISTRIBUTION,
     SUPPORTED,
     BasePython,
     UnsupportedPython,
@@ -26,7 +25,6 @@ from .stamped_venv import ensure_venv
 
 __all__ = [
     "ASKED_VARIABLE",
-    "DISTRIBUTION",
     "SUPPORTED",
     "BasePython",
     "UnsupportedPython",

@@ -37,6 +37,11 @@ class BasePython:
     def minor(self) -> str:
         return f"{self.version[0]}.{self.version[1]}"
 
+    @property
+    def label(self) -> str:
+        """Its minor, or ``system`` for the distribution's own python3 (`nox -s pythons` names them so)."""
+        return "system" if self.path == str(DISTRIBUTION) else self.minor
+
 
 def venv_minor(env: Path) -> str | None:
     """The Python minor a venv was made with (its `pyvenv.cfg`), or None where there is none."""
@@ -111,10 +116,26 @@ def base_python(
     executable: str = sys.executable,
     offered: Iterable[Path] | None = None,
     asked: str | None = None,
+    program: str | None = None,
 ) -> BasePython:
     """The interpreter to build the envs with: `asked` (from $STREAMPETR_PYTHON) when given, else
     the running one, else one found on the host. Raises `UnsupportedPython` naming the interpreter,
-    the supported versions and how to get one."""
+    the supported versions and how to get one; for a `program` (``nox``), its note goes to stderr
+    and a refusal exits, each one line ``<program>: ...``."""
+    if program is None:
+        return _choose(running, executable, offered, asked)
+    try:
+        chosen = _choose(running, executable, offered, asked)
+    except UnsupportedPython as exc:
+        raise SystemExit(f"{program}: {exc}") from None
+    if chosen.note:
+        print(f"{program}: {chosen.note}", file=sys.stderr)
+    return chosen
+
+
+def _choose(
+    running: tuple[int, ...], executable: str, offered: Iterable[Path] | None, asked: str | None
+) -> BasePython:
     asked = os.environ.get(ASKED_VARIABLE) if asked is None else asked
     here = f"Python {_dotted(running)} ({executable})"
     chosen = None

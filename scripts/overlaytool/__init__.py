@@ -8,26 +8,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-
-class OverlayError(Exception):
-    """A user-facing failure: the message says what is wrong and how to get out."""
-
-
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock", "mirror_path"),
-    "gitcmd": ("has_commit",),
+    "cache": ("cache_root", "is_cached", "mirror_lock", "pinned_repo"),
+    "errors": ("OverlayError",),
     "overlay": ("overlay_files",),
-    "pins": ("Pin", "load_pin"),
-    "rebase.references": ("reference_lines", "suggested_moves"),
+    "pins": ("load_pin",),
+    "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("apply_all",),
-    "tree.code_root": ("PLUGIN", "code_root", "configs_dir", "require_code_root"),
+    "tree.code_root": ("code_root", "require_code_root"),
     "tree.stamp": ("read_stamp",),
 }
 _EXPORTS = {name: module for module, names in _FACE.items() for name in names}
-__all__ = sorted([*_EXPORTS, "OverlayError"])
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

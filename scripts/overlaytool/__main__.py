@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import OverlayError
 from .checkout.gitdir import checkout_lock
+from .errors import OverlayError
 from .export.edit import commit_series
 from .export.refresh import refresh_target
 from .fetch import fetch

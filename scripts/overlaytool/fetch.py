@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import OverlayError
 from .cache import KEEP_REFS, damage, mirror_lock, mirror_path, repair_hint
+from .errors import OverlayError
 from .faults import kill_point
 from .gitcmd import git, has_commit
 from .origins import is_pinned_url, local_source, source_dir

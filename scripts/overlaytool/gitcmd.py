@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 
 # Reproducible identity and dates for commits the tooling makes (exports must be byte-stable).
 TOOL_IDENTITY = {

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 from .faults import kill_point
 
 TIMEOUT_ENV = "STREAMPETR_DALI_LOCK_TIMEOUT"

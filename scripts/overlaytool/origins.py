@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 from .gitcmd import git
 from .pins import Pin
 

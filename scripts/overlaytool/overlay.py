@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import OverlayError
 from .blob import Blob, blob_at
+from .errors import OverlayError
 
 SKIP_NAMES = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 URL_RE = re.compile(r"^(https?|ssh|git|file)://[^\s]+$|^[\w.-]+@[\w.-]+:[^\s]+$")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import OverlayError
 from .atomic_write import replace_file
+from .errors import OverlayError
 from .lint import series_problems
 from .patchfile import Patch, decode, encode, parse_patch
 

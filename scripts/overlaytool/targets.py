@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import OverlayError
+from .errors import OverlayError
 from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

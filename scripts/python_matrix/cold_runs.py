@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gpukit import Stopwatch
-from interpreter import ASKED_VARIABLE, DISTRIBUTION, BasePython, base_python, other_pythons
+from interpreter import ASKED_VARIABLE, BasePython, base_python, other_pythons
 from overlaytool import REPO_ROOT as ROOT
 from overlaytool import cache_root
 
@@ -98,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     here = base_python()  # nox's venv: the interpreter it was made from is the host's
     here = BasePython(getattr(sys, "_base_executable", here.path), here.version)
-    found = {"system" if b.path == str(DISTRIBUTION) else b.minor: b for b in [here, *other_pythons(here)]}
+    found = {b.label: b for b in [here, *other_pythons(here)]}
     wanted = args.minors.split(",") if args.minors else list(found)
     missing = [m for m in wanted if m not in found]
     if missing:
         print(
             f"pythons: no interpreter for {', '.join(missing)} on this host (PATH, pyenv, uv, "
-            f"{DISTRIBUTION} for 'system')",
+            "the distribution's python3 for 'system')",
             file=sys.stderr,
         )
         return 2

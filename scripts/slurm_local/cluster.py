@@ -18,13 +18,16 @@ import time
 from pathlib import Path
 
 from .conf import slurm_conf
-from .programs import SlurmUnavailable, program_path, why_not_startable
+from .programs import SlurmUnavailable, ensure_installed, program_path, why_not_startable
 
 
 class LocalSlurm:
-    """``with LocalSlurm() as slurm:`` a running single-node SLURM; ``slurm.env`` reaches it."""
+    """``with LocalSlurm() as slurm:`` a running single-node SLURM; ``slurm.env`` reaches it.
+    ``install``: first install the programs where one is missing (:func:`ensure_installed`)."""
 
-    def __init__(self, startup_timeout: float = 120.0) -> None:
+    def __init__(self, startup_timeout: float = 120.0, install: bool = False) -> None:
+        if install:
+            ensure_installed()
         self.startup_timeout = startup_timeout
         self.state: Path | None = None
         self._popen: dict[str, subprocess.Popen] = {}  # the daemons, in the foreground (-D)

@@ -265,8 +265,8 @@ def _build(
         prereqs = BUILD_PREREQS
         started = log.begin("torch and the build prerequisites of mmcv-full", "torch" if fresh else None)
         if choices.torch_from:
-            node = probe(Path(choices.torch_from))
-            constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
+            node = probe(Path(choices.torch_from), link_into=_purelib(python))
+            constraints, requirements = node_torch.prepare(env, python, node, log)
             prereqs = tuple(p for p in BUILD_PREREQS if p not in node_torch.NODE_TORCH)
         log.run(install_command(python, "-c", constraints, *prereqs), what="install (torch)")
         log.done(started, timing="torch" if fresh else None)

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from overlaytool import Pin, has_commit, load_pin, mirror_path
+from overlaytool import OverlayError, load_pin, pinned_repo
 
 from .errors import EnvBuildError
 from .mmcv_wheel import unpack_source
@@ -21,18 +21,6 @@ from .paths import MMDET3D_PIN, ROOT, store_wheel, wheel_cache
 from .runlog import BuildLog
 from .setup_py import read_version_in_globals
 from .timings import eta_line, record
-
-
-def source_repo(pin: Pin) -> Path:
-    """A git repository holding the pinned commit: the cache mirror, else the applied checkout."""
-    mirror = mirror_path(pin)
-    for repo in (mirror, ROOT / pin.checkout):
-        if repo.exists() and has_commit(repo, pin.commit):
-            return repo
-    raise EnvBuildError(
-        f"mmdet3d {pin.tag or ''} ({pin.commit}) is neither in the local upstream cache ({mirror}) "
-        f"nor checked out at {pin.checkout}. Run `nox -s fetch` (or `nox -s apply`) first."
-    )
 
 
 def prepare_source(repo: Path, commit: str, dest: Path) -> Path:
@@ -53,7 +41,10 @@ def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
     if list(dest.glob("mmdet3d-*.whl")):
         log.say(f"      reusing cached wheel mmdet3d/{dest.name}")
         return dest
-    repo = source_repo(pin)
+    try:
+        repo = pinned_repo(pin, ROOT)  # the cache mirror, else the applied checkout
+    except OverlayError as exc:
+        raise EnvBuildError(str(exc)) from None
     log.say(f"      building mmdet3d {pin.tag or pin.commit[:12]}; {eta_line('mmdet3d')}")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mmdet3d-build-") as tmp:

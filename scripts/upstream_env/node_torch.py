@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from gpukit import link_torch
 from interpreter import install_command
 
 from .cuda_toolkit import CUOBJDUMP
@@ -121,10 +120,9 @@ def dali_major(node: dict) -> int:
     return int(node["torch_cuda"].split(".")[0]) if node["torch_cuda"] else 12
 
 
-def prepare(env: Path, python: Path, node: dict, purelib: Path, log: BuildLog) -> tuple[Path, Path]:
-    """The node's torch made importable in the env, torchvision from the wheelhouse when the node
-    has none; the requirement and constraint files for the node (written into the env)."""
-    link_torch(purelib, node["torch_site"])
+def prepare(env: Path, python: Path, node: dict, log: BuildLog) -> tuple[Path, Path]:
+    """Torchvision from the wheelhouse when the node has none (its torch is on the env's path: the
+    probe put it there); the requirement and constraint files for the node (written into the env)."""
     folder = env / TORCH_FROM_DIR
     folder.mkdir(exist_ok=True)
     constraints, requirements = folder / "constraints.txt", folder / "requirements.txt"

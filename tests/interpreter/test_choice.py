@@ -110,6 +110,17 @@ def test_an_asked_python_is_used_when_supported_and_refused_by_name_when_not(tmp
         base_python((3, 11, 7), "/usr/bin/python3", offered=[], asked=str(tmp_path / "none"))
 
 
+def test_for_a_program_the_note_and_the_refusal_are_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = fake_python(tmp_path / "a", "python3", "3.13.0")
+    chosen = base_python((3, 11, 7), "/usr/bin/python3", offered=[], asked=str(good), program="nox")
+    assert chosen.path == str(good)
+    assert capsys.readouterr().err == f"nox: the envs use $STREAMPETR_PYTHON={good} (Python 3.13.0)\n"
+    with pytest.raises(SystemExit, match=r"^nox: \$STREAMPETR_PYTHON=.* is not a CPython that runs"):
+        base_python((3, 11, 7), "/usr/bin/python3", offered=[], asked=str(tmp_path / "none"), program="nox")
+
+
 def test_a_venv_says_which_python_made_it(tmp_path: Path) -> None:
     assert venv_minor(tmp_path) is None
     (tmp_path / "pyvenv.cfg").write_text(

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from interpreter import DISTRIBUTION, BasePython
+from interpreter import BasePython
+from interpreter.choice import DISTRIBUTION
 from python_matrix import cold_runs
 
 
@@ -25,6 +26,7 @@ def test_a_python_this_host_lacks_is_refused_before_any_clone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     system = BasePython(str(DISTRIBUTION), (3, 11, 2))
+    assert (system.label, BasePython("/opt/python3.12", (3, 12, 1)).label) == ("system", "3.12")
     monkeypatch.setattr(cold_runs, "other_pythons", lambda here: [system])  # no probe of this host
     monkeypatch.setattr(cold_runs, "run_one", lambda *a: pytest.fail("cloned for a refused run"))
     out = tmp_path / "pythons"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from slurm_local import LocalSlurm
 from slurm_local.programs import (
     SlurmUnavailable,
     ensure_installed,
@@ -30,6 +31,9 @@ def test_without_apt_get_the_reason_says_so(tmp_path: Path, monkeypatch: pytest.
         assert "needs root" in reason
     with pytest.raises(SlurmUnavailable, match="no apt-get" if is_root() else "needs root"):
         ensure_installed()
+    with pytest.raises(SlurmUnavailable, match="no apt-get" if is_root() else "needs root"):
+        LocalSlurm(install=True)  # the smoke run's --install: the same install, before any daemon
+    LocalSlurm()  # without it, nothing is installed (nor started) until the block
     done = subprocess.run(
         [sys.executable, "-m", "slurm_local", "install"],
         env={"PATH": str(tmp_path), "PYTHONPATH": str(REPO_ROOT / "scripts")},

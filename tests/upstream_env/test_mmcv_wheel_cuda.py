@@ -383,8 +383,8 @@ def test_torch_from_makes_the_nodes_torch_importable_and_adds_torchvision(tmp_pa
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", env], check=True)
     python = env / "bin" / "python"
     log = Log()
-    node = probe(Path(sys.executable))
-    constraints, requirements = node_torch.prepare(env, python, node, _purelib(python), log)
+    node = probe(Path(sys.executable), link_into=_purelib(python))
+    constraints, requirements = node_torch.prepare(env, python, node, log)
     import torch
 
     where = subprocess.run(

@@ -13,9 +13,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import OverlayError
 from ..atomic_write import replace_file
 from ..cache import mirror_lock, mirror_path
+from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
 from ..gitcmd import git, has_commit

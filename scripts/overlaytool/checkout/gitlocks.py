@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from .. import OverlayError
 from ..atomic_write import replace_file
+from ..errors import OverlayError
 from ..faults import kill_point
 from ..gitcmd import git_env
 from .gitdir import gitdir, state_dir

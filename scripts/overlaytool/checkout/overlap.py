@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import OverlayError
 from ..cache import mirror_path
+from ..errors import OverlayError
 from ..gitcmd import git, has_commit
 from ..overlay import overlay_files
 from ..targets import CONFIG, Target

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import OverlayError
 from ..atomic_write import replace_file
+from ..errors import OverlayError
 from ..gitcmd import TOOL_IDENTITY, git, git_out
 from ..patchfile import FILENAME_TRAILER, Patch, decode, filename_trailer
 from ..series import write_series

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import OverlayError
 from ..checkout.gitdir import checkout_lock
+from ..errors import OverlayError
 from ..gitcmd import TOOL_IDENTITY, git, git_out
 from ..patchfile import Patch
 from ..series import load_series

@@ -10,9 +10,9 @@ Edits of overlay files are copied back to `overlay/`; overlay files never become
 
 from __future__ import annotations
 
-from .. import OverlayError
 from ..atomic_write import replace_file
 from ..checkout.gitdir import checkout_lock
+from ..errors import OverlayError
 from ..gitcmd import git, git_out
 from ..overlay import overlay_blob, overlay_files
 from ..patchfile import Patch, encode

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from .. import OverlayError
 from ..cache import mirror_path
 from ..checkout.clone import ensure_checkout, fetch_cache_refs, leave_outside
 from ..checkout.gitdir import checkout_lock
 from ..checkout.overlap import refuse_overlaps
+from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import drop_keep_ref
 from ..gitcmd import git, git_out, tree_files

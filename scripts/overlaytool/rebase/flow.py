@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import OverlayError
 from ..checkout.clone import leave_outside
+from ..errors import OverlayError
 from ..export.edit import series_commits
 from ..gitcmd import git, git_out, tree_files
 from ..overlay import overlay_files

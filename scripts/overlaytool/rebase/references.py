@@ -454,3 +454,11 @@ def suggested_moves(references: list[dict]) -> list[str]:
             if "/" in overlay_rel:
                 moves.add(f'{top} = "{prefix}/{top}"')
     return sorted(moves)
+
+
+def reference_summary(references: list[dict]) -> list[str]:
+    """The unresolved references, a line each, then the `overlay_moves` that resolve them, if any
+    (what forkwatch's vet says of a rebase report's `overlay_references`)."""
+    moves = suggested_moves(references)
+    lines = [line.strip() for line in reference_lines(references)]
+    return lines + ([f"suggested `overlay_moves` (patches/config.toml): {', '.join(moves)}"] if moves else [])

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import OverlayError
 from ..diagnose import diagnose_patch
+from ..errors import OverlayError
 from ..faults import kill_point
 from ..gitcmd import TOOL_IDENTITY, git
 from ..patchfile import Patch

@@ -10,9 +10,9 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .. import OverlayError
 from ..atomic_write import replace_file
 from ..checkout.gitdir import state_dir
+from ..errors import OverlayError
 from ..targets import Target
 
 FORMAT = 2

@@ -17,11 +17,11 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import OverlayError
 from ..checkout.clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
 from ..checkout.gitdir import checkout_lock
 from ..checkout.gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from ..checkout.overlap import overlap_message, overlaps
+from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
 from ..gitcmd import git_out

@@ -14,14 +14,13 @@ import posixpath
 import sys
 from pathlib import Path
 
-from .. import OverlayError
+from ..errors import OverlayError
 from ..gitcmd import git
 from ..overlay import place
 from ..targets import REPO_ROOT, Target, load_targets
 from .stamp import read_stamp
 
 PLUGIN = "projects/mmdet3d_plugin"
-CONFIGS = "projects/configs"
 
 
 def require_applied(target: Target) -> None:
@@ -75,11 +74,6 @@ def code_root(target: Target) -> Path:
         "look for it. If the fork moved it, place the overlay beside it with `overlay_moves` in "
         "patches/config.toml (docs/rebase.md), then `nox -s apply`."
     )
-
-
-def configs_dir(target: Target) -> Path:
-    """`projects/configs` beside the plugin (where upstream's and the overlay's configs are)."""
-    return code_root(target) / CONFIGS
 
 
 def streampetr_code_root(root: Path = REPO_ROOT) -> Path:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import OverlayError
 from ..blob import Blob
 from ..cache import mirror_path
 from ..checkout.gitdir import state_dir
 from ..diagnose import diagnose_patch
+from ..errors import OverlayError
 from ..gitcmd import git, git_out, tree_files
 from ..overlay import overlay_blob
 from ..patchfile import Patch

@@ -41,7 +41,7 @@ def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
 def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
     block (and stopped after it, also on failure)."""
-    from slurm_local import LocalSlurm, ensure_installed
+    from slurm_local import LocalSlurm
 
     if slurm_answers(dict(os.environ), partition):
         say(f"using the running SLURM (partition {partition})")
@@ -49,10 +49,9 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
         return
     if partition != "cpu":
         raise SmokeError(f"no SLURM answers for partition {partition}; a local one only has partition cpu")
-    if install:
-        ensure_installed()
+    local = LocalSlurm(install=install)  # apt-get install slurm-wlm munge first when asked and missing
     started = time.monotonic()
-    with LocalSlurm() as local:
+    with local:
         say(f"started a local SLURM in {time.monotonic() - started:.0f} s")
         yield without_rendezvous(local.env)
     say("stopped the local SLURM (munged, slurmctld, slurmd)")

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from overlaytool import OverlayError
 from overlaytool.targets import load_targets
-from overlaytool.tree.code_root import code_root, configs_dir, streampetr_code_root
+from overlaytool.tree.code_root import code_root, streampetr_code_root
 from tooling_repos import Project, pin_layout
 
 PLUGIN = {"projects/mmdet3d_plugin/__init__.py": "REGISTERED = True\n"}
@@ -28,7 +28,6 @@ def test_the_root_layout(project: Project) -> None:
         code_root(streampetr(project))
     assert project.run("apply") == 0
     assert code_root(streampetr(project)) == project.checkout
-    assert configs_dir(streampetr(project)) == project.checkout / "projects" / "configs"
 
 
 def test_a_fork_with_its_sources_under_src_is_followed(project: Project) -> None:
@@ -37,7 +36,6 @@ def test_a_fork_with_its_sources_under_src_is_followed(project: Project) -> None
     assert project.run("apply") == 0
     assert (project.checkout / "src" / "projects" / "configs" / "dali" / "r50_dali.py").is_file()
     assert code_root(streampetr(project)) == project.checkout / "src"
-    assert configs_dir(streampetr(project)) == project.checkout / "src" / "projects" / "configs"
 
 
 def test_the_plugin_is_found_in_the_tree_without_overlay_moves(project: Project) -> None:
