@@ -129,13 +129,23 @@ def ensure_standin(python: str) -> Path:
 
 def node_environment(standin: Path, home: Path, results: Path) -> dict[str, str]:
     """The lent machine's shell, as far as a CPU host can give it: the stand-in's python3 first on
-    PATH, its own HOME and $OUT, no PIP_* settings or pip config, the index disabled, no network."""
+    PATH, its own HOME, $OUT and temp folder (``home/tmp``: what the calls leave there, such as a
+    killed process's ``pymp-*``, goes with the node's folder), no PIP_* settings or pip config, the
+    index disabled, no network."""
     env = clean_pip_env(dict(os.environ))  # the kit's own rule: no PIP_* or pip config, no index
     for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
         env.pop(name, None)
     proxies = {k: UNREACHABLE for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
     path = os.pathsep.join([str(standin.parent), env.get("PATH", "")])
-    return {**env, **proxies, "PATH": path, "HOME": str(home), "OUT": str(results)}
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    return {
+        **env,
+        **proxies,
+        "PATH": path,
+        "HOME": str(home),
+        "OUT": str(results),
+        "TMPDIR": str(home / "tmp"),
+    }
 
 
 def run_calls(sequence: list[Call], made: Path, node: Path, env: dict[str, str], log: Path) -> list[dict]:

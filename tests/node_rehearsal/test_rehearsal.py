@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from node_rehearsal.rehearsal import budget, calls
+from node_rehearsal.rehearsal import budget, calls, node_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,3 +59,15 @@ def test_the_budget_waits_for_the_env_the_call_before_last_starts() -> None:
     assert plan["total_s"] == 90 + 9 * 15 + 57 + 480 and plan["margin_s"] == 900 - plan["total_s"]
     slow = budget({**steps, "mmcv": {"cpu_s": 16 * 200.0}}, sequence, units=98)  # the full op set
     assert slow["env_left_s"] == 200 + 72 - 135  # the env run waits for the compile's lock
+
+
+def test_the_calls_temp_files_stay_in_the_nodes_folder(tmp_path: Path) -> None:
+    """A call's temp folder (multiprocessing's ``pymp-*`` of a killed process stays behind) is the node's
+    own, removed with it, not the host's /tmp."""
+    home = tmp_path / "node" / "home"
+    env = node_environment(Path(sys.executable), home, tmp_path / "results")
+    made = subprocess.run(
+        [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp(prefix='pymp-'))"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert Path(made).parent == home / "tmp"
