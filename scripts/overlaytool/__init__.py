@@ -17,9 +17,8 @@ _FACE = {
     "pins": ("load_pin",),
     "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
-    "tree.apply": ("apply_all",),
+    "tree.apply": ("applied_files",),
     "tree.code_root": ("code_root", "require_code_root"),
-    "tree.stamp": ("read_stamp",),
 }
 _EXPORTS = {name: module for module, names in _FACE.items() for name in names}
 __all__ = sorted(_EXPORTS)

@@ -24,7 +24,7 @@ from ..checkout.overlap import overlap_message, overlaps
 from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
-from ..gitcmd import git_out
+from ..gitcmd import git, git_out
 from ..overlay import overlay_blob, overlay_files
 from ..patchfile import Patch
 from ..series import load_series
@@ -140,3 +140,19 @@ def apply_all(
             if outer not in chosen and (outer.checkout / ".git").exists():
                 exclude_nested(outer, target)
     return outcomes
+
+
+def applied_files(targets: list[Target]) -> dict[str, tuple[str | None, list[str]]]:
+    """Apply every target (a no-op when current; local edits refused), then target name -> (its apply
+    digest, the files of its checkout that git tracks at the pin or that apply wrote: its stamp's)."""
+    apply_all(targets)
+    found = {}
+    for target in targets:
+        stamp, checkout = read_stamp(target.checkout) or {}, target.checkout
+        tracked = git("ls-files", "-z", cwd=checkout).stdout.split("\0")
+        names = {n for n in tracked if n} | set(stamp.get("files", {}))
+        found[target.name] = (
+            stamp.get("digest"),
+            sorted(n for n in names if (checkout / n).is_file() or (checkout / n).is_symlink()),
+        )
+    return found

@@ -185,3 +185,20 @@ def test_failure_lists_upstream_commits_that_touched_the_file(
     err = capsys.readouterr().err
     assert "Upstream commits touching tools/train.py since the pin:" in err
     assert "Refactor training loop" in err
+
+
+def test_applied_files_apply_then_name_each_checkout_files_and_digest(
+    project: Project, good_patch: str
+) -> None:
+    from overlaytool.targets import load_targets
+    from overlaytool.tree.apply import applied_files
+    from overlaytool.tree.stamp import read_stamp
+
+    project.add_patch("use-dali.patch", good_patch)
+    (project.root / "overlay" / "dali_streampetr").mkdir()
+    (project.root / "overlay" / "dali_streampetr" / "__init__.py").write_text("VERSION = 1\n")
+    applied = applied_files(load_targets(project.root))
+    digest, files = applied["streampetr"]
+    assert digest == read_stamp(project.checkout)["digest"]
+    assert {"tools/train.py", "dali_streampetr/__init__.py"} <= set(files) and files == sorted(files)
+    assert applied_files(load_targets(project.root)) == applied  # a second call: apply is a no-op
