@@ -11,10 +11,9 @@ from typing import Any
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock", "pinned_repo"),
+    "cache": ("cache_root", "is_cached", "mirror_lock"),
     "errors": ("OverlayError",),
     "overlay": ("overlay_files",),
-    "pins": ("load_pin",),
     "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("applied_files",),

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import mirror_path
 from .errors import OverlayError
+from .gitcmd import has_commit
 from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +41,18 @@ class Target:
     @property
     def label(self) -> str:
         return self.pin.name
+
+    def pinned_repo(self) -> Path:
+        """A git repository holding the pinned commit: the cache mirror, else the checkout;
+        `OverlayError` naming both where neither holds it."""
+        pin, mirror = self.pin, mirror_path(self.pin)
+        for repo in (mirror, self.checkout):
+            if repo.exists() and has_commit(repo, pin.commit):
+                return repo
+        raise OverlayError(
+            f"{pin.name} {pin.tag or ''} ({pin.commit}) is neither in the local upstream cache ({mirror}) "
+            f"nor checked out at {pin.checkout}. Run `nox -s fetch` (or `nox -s apply`) first."
+        )
 
 
 def _inside(root: Path, config: Path, where: str, key: str, value: object) -> Path:
