@@ -11,7 +11,7 @@ from typing import Any
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock"),
+    "cache": ("cache_root", "is_cached"),
     "errors": ("OverlayError",),
     "overlay": ("overlay_files",),
     "rebase.references": ("reference_summary",),

@@ -12,10 +12,11 @@ silently.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import mirror_path
+from .cache import mirror_lock, mirror_path
 from .errors import OverlayError
 from .gitcmd import has_commit
 from .pins import Pin, load_pin, read_toml
@@ -41,6 +42,10 @@ class Target:
     @property
     def label(self) -> str:
         return self.pin.name
+
+    def mirror_read_lock(self, holder: str) -> AbstractContextManager[None]:
+        """The shared lock of the pin's cache mirror while ``holder`` reads it: no fetch swaps it."""
+        return mirror_lock(self.pin, holder, shared=True)
 
     def pinned_repo(self) -> Path:
         """A git repository holding the pinned commit: the cache mirror, else the checkout;
