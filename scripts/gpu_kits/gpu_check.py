@@ -42,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kit-python", default="3.11,3.12")
     args, runner_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     if "-h" in runner_args or "--help" in runner_args:
-        ap.print_usage()
-        sys.stdout.flush()
+        print(ap.format_usage(), end="", flush=True)
         return subprocess.call([sys.executable, "-m", "gpukit.runner", "--help"])
     cuda = args.cuda or "12"
     found = None if "--python" in runner_args else gpu_torch()

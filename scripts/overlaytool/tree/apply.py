@@ -151,8 +151,6 @@ def applied_files(targets: list[Target]) -> dict[str, tuple[str | None, list[str
         stamp, checkout = read_stamp(target.checkout) or {}, target.checkout
         tracked = git("ls-files", "-z", cwd=checkout).stdout.split("\0")
         names = {n for n in tracked if n} | set(stamp.get("files", {}))
-        found[target.name] = (
-            stamp.get("digest"),
-            sorted(n for n in names if (checkout / n).is_file() or (checkout / n).is_symlink()),
-        )
+        files = sorted(n for n in names if (checkout / n).is_file() or (checkout / n).is_symlink())
+        found[target.name] = (stamp.get("digest"), files)
     return found
