@@ -13,7 +13,6 @@ _FACE = {
     "atomic_write": ("replace_file",),
     "cache": ("cache_root", "is_cached"),
     "errors": ("OverlayError",),
-    "overlay": ("overlay_files",),
     "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
     "tree.apply": ("applied_files",),

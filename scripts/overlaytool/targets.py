@@ -19,6 +19,7 @@ from pathlib import Path
 from .cache import mirror_lock, mirror_path
 from .errors import OverlayError
 from .gitcmd import has_commit
+from .overlay import overlay_files
 from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,10 @@ class Target:
     @property
     def label(self) -> str:
         return self.pin.name
+
+    def overlay_files(self) -> dict[str, Path]:
+        """The overlay's files by where they land in the upstream tree (its `overlay_moves` applied)."""
+        return overlay_files(self.overlay_dir, self.overlay_moves)
 
     def mirror_read_lock(self, holder: str) -> AbstractContextManager[None]:
         """The shared lock of the pin's cache mirror while ``holder`` reads it: no fetch swaps it."""

@@ -25,7 +25,7 @@ from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
 from ..gitcmd import git, git_out
-from ..overlay import overlay_blob, overlay_files
+from ..overlay import overlay_blob
 from ..patchfile import Patch
 from ..series import load_series
 from ..targets import Target
@@ -64,7 +64,7 @@ def apply_target(target: Target, force: bool = False, targets: list[Target] | No
     With `targets` (all of them), a pin that tracks files where another target is checked out
     (outside the target's `outside` folders) is refused first."""
     patches = load_series(target.patch_dir)
-    overlay = overlay_files(target.overlay_dir, target.overlay_moves)
+    overlay = target.overlay_files()
     ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch
     mirror = require_cached(target.pin)
     found = [o for o in overlaps(target, targets or [], mirror, target.pin.commit) if o["owner"] != "overlay"]
