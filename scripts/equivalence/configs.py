@@ -12,14 +12,14 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from overlaytool import Target, code_root, overlay_files
+from overlaytool import Target, code_root
 
 
 def upstream_configs(target: Target) -> list[str]:
     """Every ``*.py`` under the applied checkout's ``projects/configs`` that the overlay did not put
     there, relative to the checkout (``src/projects/configs/...`` in a fork that moved it)."""
     checkout = target.checkout
-    ours = set(overlay_files(target.overlay_dir, target.overlay_moves))
+    ours = set(target.overlay_files())
     configs = code_root(target) / "projects" / "configs"
     files = sorted(p.relative_to(checkout).as_posix() for p in configs.rglob("*.py"))
     return [f for f in files if f not in ours]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from overlaytool import OverlayError, load_targets, mirror_lock
+from overlaytool import OverlayError, load_targets
 
 from .errors import ForkwatchError
 
@@ -73,7 +73,7 @@ def reading(root: Path) -> Iterator[None]:
     try:
         with ExitStack() as stack:
             for target in load_targets(root):
-                stack.enter_context(mirror_lock(target.pin, "forkwatch (a throw-away copy)", shared=True))
+                stack.enter_context(target.mirror_read_lock("forkwatch (a throw-away copy)"))
             yield
     except OverlayError as exc:
         raise ForkwatchError(f"cannot read the upstream cache: {exc}") from None

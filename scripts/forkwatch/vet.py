@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import OverlayError, code_root, load_targets, overlay_files, reference_summary
+from overlaytool import OverlayError, code_root, load_targets, reference_summary
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -131,7 +131,7 @@ def config_files(project: Path) -> list[str]:
     base = target.overlay_dir / "projects" / "configs" if target.overlay_dir else None
     if base is None or not base.is_dir():
         return []
-    placed = overlay_files(target.overlay_dir, target.overlay_moves)
+    placed = target.overlay_files()
     return sorted(rel for rel, path in placed.items() if path.suffix == ".py" and path.is_relative_to(base))
 
 

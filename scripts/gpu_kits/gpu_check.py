@@ -9,11 +9,11 @@ DALI follows that torch's CUDA major unless ``--cuda`` says otherwise). The runn
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
 from gpukit import CheckError, probe
-from gpukit import main as runner_main
 
 from .__main__ import main as kits_main
 from .kit_sources import ROOT
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kit-python", default="3.11,3.12")
     args, runner_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     if "-h" in runner_args or "--help" in runner_args:
-        ap.print_usage()
-        return runner_main(["--help"])
+        print(ap.format_usage(), end="", flush=True)
+        return subprocess.call([sys.executable, "-m", "gpukit.runner", "--help"])
     cuda = args.cuda or "12"
     found = None if "--python" in runner_args else gpu_torch()
     if found:
@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     if made := kits_main(kit):
         return made
     work = [] if "--work" in runner_args else ["--work", str(ROOT / "out" / "gpu-check")]
-    return runner_main(["--kit", str(args.wheelhouse / "gpu-kit"), *work, *runner_args])
+    sys.stdout.flush()  # then the kit's gpu_check.py, as a node runs it
+    return subprocess.call(
+        [sys.executable, str(args.wheelhouse / "gpu-kit" / "gpu_check.py"), *work, *runner_args]
+    )
 
 
 if __name__ == "__main__":

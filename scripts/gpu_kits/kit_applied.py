@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -24,28 +23,19 @@ APPLIED_ARCHIVE = "streampetr-dali-applied-tree.tar.gz"
 APPLIED_FACTS = "streampetr-dali-applied-tree.json"
 
 
-def _checkout_files(checkout: Path, stamp: dict) -> list[str]:
-    tracked = subprocess.run(
-        ["git", "-C", str(checkout), "ls-files", "-z"], check=True, capture_output=True, text=True
-    ).stdout.split("\0")
-    names = {n for n in tracked if n} | set(stamp.get("files", {}))
-    return sorted(n for n in names if (checkout / n).is_file() or (checkout / n).is_symlink())
-
-
 def applied_tree(dest: Path, facts_dest: Path, root: Path = ROOT) -> dict:
     """``dest`` (tar.gz of every target's applied checkout, paths from the repository root) and
     ``facts_dest`` (JSON: pins, apply digests, files -> sha256); returns the facts."""
-    from overlaytool import apply_all, load_targets, read_stamp
+    from overlaytool import applied_files, load_targets
 
     targets = load_targets(root)
-    apply_all(targets)  # refuses local edits; a no-op when the checkout is current
+    applied = applied_files(targets)  # refuses local edits; a no-op when the checkout is current
     facts: dict = {"pins": {}, "apply_digest": {}, "files": {}}
     entries: list[tuple[str, Path]] = []
     for target in targets:
-        stamp = read_stamp(target.checkout) or {}
         facts["pins"][target.name] = target.pin.commit
-        facts["apply_digest"][target.name] = stamp.get("digest")
-        for rel in _checkout_files(target.checkout, stamp):
+        facts["apply_digest"][target.name], files = applied[target.name]
+        for rel in files:
             path = target.checkout / rel
             entries.append((str(path.relative_to(root)), path))
     buf = io.BytesIO()

@@ -17,8 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from upstream_env import NO_DEPS, NodeTorch, normalise
-from wheelhouse import Wheelhouse, WheelhouseError, read_pins
+from upstream_env import NO_DEPS, NodeTorch, normalise, read_pins
+from wheelhouse import Wheelhouse, WheelhouseError
 
 from .kit_sources import ROOT
 from .kit_wheels import python_tag, target

@@ -22,7 +22,6 @@ from __future__ import annotations
 # the face (stdlib only and cheap: imported at once): the names other packages take from it
 from .node import clean_pip_env, probe
 from .parts import FORMAT, MANIFEST, sha256, unpack
-from .runner import main
 from .steps import CheckError, Stopwatch
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "CheckError",
     "Stopwatch",
     "clean_pip_env",
-    "main",
     "probe",
     "sha256",
     "unpack",

@@ -21,5 +21,5 @@ budget they imply on the node's cores.
 - ``__main__``       the run, call by call, and what it writes
 
 A command-line package: it names nothing for others. It reaches the kit makers through their command
-line (``python -m gpu_kits --only stack-kit``), the wheelhouse through its face (``read_pins``).
+line (``python -m gpu_kits --only stack-kit``), the env builder through its face.
 """

@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from upstream_env import kept_units, system_toolkit
-from wheelhouse import read_pins
+from upstream_env import kept_units, read_pins, system_toolkit
 
 from .rehearsal import (
     NODE,

@@ -11,15 +11,12 @@ from typing import Any
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached", "mirror_lock", "pinned_repo"),
+    "cache": ("cache_root", "is_cached"),
     "errors": ("OverlayError",),
-    "overlay": ("overlay_files",),
-    "pins": ("load_pin",),
     "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets"),
-    "tree.apply": ("apply_all",),
+    "tree.apply": ("applied_files",),
     "tree.code_root": ("code_root", "require_code_root"),
-    "tree.stamp": ("read_stamp",),
 }
 _EXPORTS = {name: module for module, names in _FACE.items() for name in names}
 __all__ = sorted(_EXPORTS)

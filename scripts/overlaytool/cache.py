@@ -18,7 +18,6 @@ import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from .errors import OverlayError
 from .gitcmd import git, has_commit
 from .lock import hold
 from .pins import Pin
@@ -42,19 +41,6 @@ def mirror_path(pin: Pin) -> Path:
 def mirror_lock(pin: Pin, command: str, shared: bool = False) -> AbstractContextManager[None]:
     """The lock of `pin`'s mirror: exclusive to change it, shared to read it."""
     return hold(cache_root() / "mirrors" / f"{pin.slug}.lock", command, f"mirror {pin.slug}", shared=shared)
-
-
-def pinned_repo(pin: Pin, root: Path) -> Path:
-    """A git repository holding the pinned commit: the cache mirror, else the checkout at
-    `root / pin.checkout`; `OverlayError` naming both where neither holds it."""
-    mirror = mirror_path(pin)
-    for repo in (mirror, root / pin.checkout):
-        if repo.exists() and has_commit(repo, pin.commit):
-            return repo
-    raise OverlayError(
-        f"{pin.name} {pin.tag or ''} ({pin.commit}) is neither in the local upstream cache ({mirror}) "
-        f"nor checked out at {pin.checkout}. Run `nox -s fetch` (or `nox -s apply`) first."
-    )
 
 
 def is_cached(pin: Pin) -> bool:

@@ -12,10 +12,14 @@ silently.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import mirror_lock, mirror_path
 from .errors import OverlayError
+from .gitcmd import has_commit
+from .overlay import overlay_files
 from .pins import Pin, load_pin, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +43,26 @@ class Target:
     @property
     def label(self) -> str:
         return self.pin.name
+
+    def overlay_files(self) -> dict[str, Path]:
+        """The overlay's files by where they land in the upstream tree (its `overlay_moves` applied)."""
+        return overlay_files(self.overlay_dir, self.overlay_moves)
+
+    def mirror_read_lock(self, holder: str) -> AbstractContextManager[None]:
+        """The shared lock of the pin's cache mirror while ``holder`` reads it: no fetch swaps it."""
+        return mirror_lock(self.pin, holder, shared=True)
+
+    def pinned_repo(self) -> Path:
+        """A git repository holding the pinned commit: the cache mirror, else the checkout;
+        `OverlayError` naming both where neither holds it."""
+        pin, mirror = self.pin, mirror_path(self.pin)
+        for repo in (mirror, self.checkout):
+            if repo.exists() and has_commit(repo, pin.commit):
+                return repo
+        raise OverlayError(
+            f"{pin.name} {pin.tag or ''} ({pin.commit}) is neither in the local upstream cache ({mirror}) "
+            f"nor checked out at {pin.checkout}. Run `nox -s fetch` (or `nox -s apply`) first."
+        )
 
 
 def _inside(root: Path, config: Path, where: str, key: str, value: object) -> Path:

@@ -1,7 +1,7 @@
 """A local single-node SLURM for the SLURM smoke run (`nox -s slurm_smoke`).
 
 - :mod:`.cluster`   ``LocalSlurm``: start munged, slurmctld and slurmd in a temp folder, stop them after
-  (``install=True``: install the programs first)
+  (``install=True``: install the programs first; ``LocalSlurm.Unavailable``: why it cannot)
 - :mod:`.conf`      its ``slurm.conf``
 - :mod:`.programs`  the programs it needs: missing ones, whether it can start here, apt-get install
 - ``python -m slurm_local install``: that install (``nox -s tests`` runs it), or one line why not
@@ -10,6 +10,5 @@
 from __future__ import annotations
 
 from .cluster import LocalSlurm
-from .programs import SlurmUnavailable
 
-__all__ = ["LocalSlurm", "SlurmUnavailable"]  # the face: what other packages take
+__all__ = ["LocalSlurm"]  # the face: what other packages take

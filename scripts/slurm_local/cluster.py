@@ -25,6 +25,8 @@ class LocalSlurm:
     """``with LocalSlurm() as slurm:`` a running single-node SLURM; ``slurm.env`` reaches it.
     ``install``: first install the programs where one is missing (:func:`ensure_installed`)."""
 
+    Unavailable = SlurmUnavailable  # the error naming why SLURM cannot start here
+
     def __init__(self, startup_timeout: float = 120.0, install: bool = False) -> None:
         if install:
             ensure_installed()

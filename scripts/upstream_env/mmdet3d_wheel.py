@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from overlaytool import OverlayError, load_pin, pinned_repo
+from overlaytool import OverlayError, load_targets
 
 from .errors import EnvBuildError
 from .mmcv_wheel import unpack_source
@@ -36,13 +36,14 @@ def prepare_source(repo: Path, commit: str, dest: Path) -> Path:
 
 def ensure_mmdet3d_wheel(python: Path, log: BuildLog) -> Path:
     """The folder holding the cached mmdet3d wheel of the pinned commit, built first if missing."""
-    pin = load_pin(MMDET3D_PIN)
+    (target,) = [t for t in load_targets(ROOT) if t.pin.file == MMDET3D_PIN]  # its target
+    pin = target.pin
     dest = wheel_cache() / "mmdet3d" / pin.commit[:12]
     if list(dest.glob("mmdet3d-*.whl")):
         log.say(f"      reusing cached wheel mmdet3d/{dest.name}")
         return dest
     try:
-        repo = pinned_repo(pin, ROOT)  # the cache mirror, else the applied checkout
+        repo = target.pinned_repo()  # the cache mirror, else the applied checkout
     except OverlayError as exc:
         raise EnvBuildError(str(exc)) from None
     log.say(f"      building mmdet3d {pin.tag or pin.commit[:12]}; {eta_line('mmdet3d')}")

@@ -50,6 +50,16 @@ def requirement_name(line: str) -> str | None:
     return normalise(re.split(r"[=<>!~\[; ]", spec, maxsplit=1)[0])
 
 
+def read_pins(constraints: Path) -> dict[str, str]:
+    """normalised name -> version of the ``name==version`` lines of a constraint, requirement or lock file."""
+    pins = {}
+    for line in constraints.read_text().splitlines():
+        spec = line.split("#", 1)[0].strip()
+        if "==" in spec and (name := requirement_name(spec)):
+            pins[name] = spec.partition("==")[2].split(";")[0].split(" --hash=")[0].strip()
+    return pins
+
+
 def _torchs(name: str) -> bool:
     """torch, what pins it, and torch's own nvidia-* wheels (not DALI's: `nvidia-dali-*`, `*-cu12`)."""
     cuda_wheel = name.startswith("nvidia-") and "dali" not in name and not name.endswith("-cu12")

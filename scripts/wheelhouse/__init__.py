@@ -11,7 +11,7 @@ hash-pinned lock per env and ``SHA256SUMS``.
 - :mod:`.node_env`           on the node: the OpenMMLab env on the node's torch from a stack kit's wheels
 
 It imports the kit's node side (``gpukit``) for ``node_env``; ``gpu_kits`` fills the GPU kits'
-folders with a ``Wheelhouse``, ``gpu_kits`` and ``node_rehearsal`` read pins (``read_pins``).
+folders with a ``Wheelhouse``; pins are read with the env builder's ``read_pins``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,5 @@ from __future__ import annotations
 from .collect import Wheelhouse
 from .errors import WheelhouseError
 from .offline import activate
-from .requirement_locks import read_pins
 
-__all__ = ["Wheelhouse", "WheelhouseError", "activate", "read_pins"]
+__all__ = ["Wheelhouse", "WheelhouseError", "activate"]

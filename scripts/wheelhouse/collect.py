@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overlaytool import REPO_ROOT as ROOT
-from upstream_env import NO_DEPS, SourceBuilt, normalise
+from upstream_env import NO_DEPS, SourceBuilt, normalise, read_pins
 
-from .requirement_locks import Locked, check_pins, read_pins, resolve, run_pip, write_lock
+from .requirement_locks import Locked, check_pins, resolve, run_pip, write_lock
 
 SOURCE_BUILT = "source-built.json"  # locks/: the wheels this project builds, and where their cache keeps them
 

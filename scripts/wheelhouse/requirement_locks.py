@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from gpukit import clean_pip_env, sha256  # sha256: the one file hash, the kit's (it runs alone on a node)
-from upstream_env import normalise, requirement_name
+from upstream_env import normalise
 
 from .errors import WheelhouseError
 
@@ -77,16 +77,6 @@ def read_lock(path: Path) -> dict[str, tuple[str, str]]:
             name, _, version = spec.partition("==")
             out[normalise(name)] = (version, digest.strip())
     return out
-
-
-def read_pins(constraints: Path) -> dict[str, str]:
-    """normalised name -> version of the ``name==version`` lines of a constraint, requirement or lock file."""
-    pins = {}
-    for line in constraints.read_text().splitlines():
-        spec = line.split("#", 1)[0].strip()
-        if "==" in spec and (name := requirement_name(spec)):
-            pins[name] = spec.partition("==")[2].split(";")[0].split(" --hash=")[0].strip()
-    return pins
 
 
 def check_pins(entries: Sequence[Locked], pins: dict[str, str], source: str) -> None:

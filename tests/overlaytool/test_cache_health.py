@@ -7,9 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from overlaytool import OverlayError
-from overlaytool.cache import damage, pinned_repo
-from overlaytool.pins import load_pin
+from overlaytool.cache import damage
 from tooling_repos import Project, commit_files, git
 
 
@@ -113,15 +111,3 @@ def test_a_damaged_mirror_cannot_be_repaired_from_a_source_without_the_pin(
     err = capsys.readouterr().err
     assert f"does not contain the pinned StreamPETR commit {damaged.pin}" in err
     assert damage(mirror_of(damaged)) is not None  # the old mirror was not replaced by a useless one
-
-
-def test_the_pinned_repo_is_the_mirror_else_a_checkout_holding_the_commit(project: Project) -> None:
-    pin = load_pin(project.root / "upstream" / "streampetr.toml")
-    with pytest.raises(
-        OverlayError, match=r"neither in the local upstream cache \(.*exiawsh\+StreamPETR\.git"
-    ):
-        pinned_repo(pin, project.root)  # no fetch, no checkout
-    shutil.copytree(project.upstream, project.checkout)  # a clone that holds the pinned commit
-    assert pinned_repo(pin, project.root) == project.checkout
-    assert project.run("fetch") == 0
-    assert pinned_repo(pin, project.root) == mirror_of(project)

@@ -3,10 +3,12 @@ name, and a missing, misspelt or unknown target fails loudly instead of applying
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from overlaytool import OverlayError
+from overlaytool.cache import mirror_path
 from overlaytool.series import read_series
 from overlaytool.targets import load_targets
 from tooling_repos import CONFIG, Project, commit_files, git, make_patch, retitle, with_filename
@@ -142,3 +144,15 @@ def test_the_second_target_is_rebased_by_name(project: Project, tmp_path: Path, 
     assert (project.root / "upstream" / "streampetr.toml").read_bytes() == streampetr_pin
     assert (mm_dir / "two.patch").read_text().count("Patch-Filename: two.patch") == 1
     assert (project.checkout / "mmdetection3d" / "README.md").read_text() == "docs\n"
+
+
+def test_the_pinned_repo_is_the_mirror_else_the_checkout_holding_the_commit(project: Project) -> None:
+    target = load_targets(project.root)[0]
+    with pytest.raises(
+        OverlayError, match=r"neither in the local upstream cache \(.*exiawsh\+StreamPETR\.git"
+    ):
+        target.pinned_repo()  # no fetch, no checkout
+    shutil.copytree(project.upstream, project.checkout)  # a clone that holds the pinned commit
+    assert target.pinned_repo() == project.checkout
+    assert project.run("fetch") == 0
+    assert target.pinned_repo() == mirror_path(target.pin)

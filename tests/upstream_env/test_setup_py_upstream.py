@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from overlaytool import REPO_ROOT, cache_root, load_pin, pinned_repo
+from overlaytool import REPO_ROOT, cache_root, load_targets
 from upstream_env.mmcv_wheel import SDIST, VERSION, prepare_source, sdist
 from upstream_env.mmdet3d_wheel import prepare_source as prepare_mmdet3d_source
 from upstream_env.paths import CONSTRAINTS, MMDET3D_PIN
@@ -64,6 +64,6 @@ def test_the_mmcv_sdist_is_fetched_unpacked_and_its_setup_py_runs(
 def test_the_mmdet3d_source_is_unpacked_and_its_setup_py_runs(
     cold_cache: Path, build_site: Path, tmp_path: Path
 ) -> None:
-    pin = load_pin(MMDET3D_PIN)
-    src = prepare_mmdet3d_source(pinned_repo(pin, REPO_ROOT), pin.commit, tmp_path / "src")
-    assert _version(src, build_site) == pin.tag.removeprefix("v")
+    (target,) = [t for t in load_targets(REPO_ROOT) if t.pin.file == MMDET3D_PIN]
+    src = prepare_mmdet3d_source(target.pinned_repo(), target.pin.commit, tmp_path / "src")
+    assert _version(src, build_site) == target.pin.tag.removeprefix("v")

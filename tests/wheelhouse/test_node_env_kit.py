@@ -14,8 +14,7 @@ from gpu_kits.stack_wheels import early_names, stack_requirements
 from gpukit.parts import FORMAT, manifest_problem, part_path, parts_root, sha256
 from gpukit.stack import run_stack, verify_applied
 from gpukit.steps import CheckError, Steps
-from upstream_env.node_torch import MMCV_RUNTIME, requirement_name
-from wheelhouse.requirement_locks import read_pins
+from upstream_env.node_torch import MMCV_RUNTIME, read_pins, requirement_name
 
 MiB = 2**20
 

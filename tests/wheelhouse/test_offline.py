@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wheelhouse.requirement_locks import read_lock, read_pins
+from upstream_env import read_pins
+from wheelhouse.requirement_locks import read_lock
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

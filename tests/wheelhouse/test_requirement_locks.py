@@ -6,12 +6,12 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from upstream_env import read_pins
 from wheelhouse import WheelhouseError
 from wheelhouse.requirement_locks import (
     Locked,
     check_pins,
     read_lock,
-    read_pins,
     verify_sums,
     write_lock,
     write_sums,

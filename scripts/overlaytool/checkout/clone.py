@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..atomic_write import replace_file
-from ..cache import mirror_lock, mirror_path
+from ..cache import mirror_path
 from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
@@ -46,7 +46,7 @@ def ensure_checkout(target: Target) -> None:
             remove_partial_clones(scratch)
             remove_dead_scratch(checkout, "partial")
             partial = Path(tempfile.mkdtemp(prefix="partial-", dir=scratch))
-            with mirror_lock(target.pin, "apply", shared=True):
+            with target.mirror_read_lock("apply"):
                 git("clone", "--quiet", "--no-checkout", str(mirror), str(partial))
             kill_point(f"{target.label}:clone")
             leave_outside(partial, target.outside)
@@ -85,7 +85,7 @@ def ensure_pin_commit(target: Target) -> None:
 
 def fetch_cache_refs(target: Target, holder: str) -> None:
     """Every ref of the cache mirror into the checkout (under refs/streampetr-dali/cache/)."""
-    with mirror_lock(target.pin, holder, shared=True):
+    with target.mirror_read_lock(holder):
         mirror = str(mirror_path(target.pin))
         git("fetch", "--quiet", mirror, "+refs/*:refs/streampetr-dali/cache/*", cwd=target.checkout)
 

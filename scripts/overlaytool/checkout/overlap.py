@@ -9,7 +9,6 @@ from pathlib import Path
 from ..cache import mirror_path
 from ..errors import OverlayError
 from ..gitcmd import git, has_commit
-from ..overlay import overlay_files
 from ..targets import CONFIG, Target
 
 OVERLAP = "overlap"
@@ -37,7 +36,7 @@ def overlaps(target: Target, targets: list[Target], repo: Path, commit: str) -> 
                     "against_pin": _against_pin(other, repo, commit, rel),
                 }
             )
-    shadowed = sorted(set(overlay_files(target.overlay_dir, target.overlay_moves)) & set(tracked))
+    shadowed = sorted(set(target.overlay_files()) & set(tracked))
     if shadowed:
         found.append(
             {"path": shadowed[0], "owner": "overlay", "count": len(shadowed), "examples": shadowed[:5],

@@ -14,7 +14,7 @@ from ..atomic_write import replace_file
 from ..checkout.gitdir import checkout_lock
 from ..errors import OverlayError
 from ..gitcmd import git, git_out
-from ..overlay import overlay_blob, overlay_files
+from ..overlay import overlay_blob
 from ..patchfile import Patch, encode
 from ..series import load_series
 from ..targets import Target
@@ -42,7 +42,7 @@ def _sync_overlay(target: Target, stamp: dict | None) -> list[str]:
     different contents), nothing is copied and the files are named: either copy would lose an edit."""
     written = stamp["files"] if stamp else {}
     copy, both = [], []
-    for rel, source in overlay_files(target.overlay_dir, target.overlay_moves).items():
+    for rel, source in target.overlay_files().items():
         blob, ours = current(target.checkout, rel), overlay_blob(source)
         if blob is None or blob == ours:
             continue
@@ -66,7 +66,7 @@ def _sync_overlay(target: Target, stamp: dict | None) -> list[str]:
 def export_work_tree(target: Target, patches: list[Patch], owned: dict[str, str | None]) -> list[str]:
     """Fold work-tree edits back into the patches that own the edited files; return rewritten names."""
     checkout = target.checkout
-    overlay = set(overlay_files(target.overlay_dir, target.overlay_moves))
+    overlay = set(target.overlay_files())
     changed = modified(checkout) | {p for p in owned if p not in overlay}
     # edited = differs from what the last apply wrote (the whole series' result), or not written by it
     edited_files = {

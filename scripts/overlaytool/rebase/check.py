@@ -11,7 +11,6 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..cache import mirror_lock
 from ..checkout.overlap import OVERLAP, overlap_message, overlaps
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
@@ -64,7 +63,7 @@ def dry_run(
             ]
             _report(target, state, report, lines, False, overlaps_found=found)
             return lines, False
-        with mirror_lock(target.pin, "rebase --check", shared=True):
+        with target.mirror_read_lock("rebase --check"):
             git("clone", "--quiet", "--no-checkout", str(mirror), str(scratch))
         lines, ok = _dry_run_in(replace(target, checkout=scratch), state)
         _report(replace(target, checkout=scratch), state, report, lines, ok, real=target)

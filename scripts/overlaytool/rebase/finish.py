@@ -18,7 +18,6 @@ from ..atomic_write import remove_leftovers, replace_file
 from ..checkout.gitdir import state_dir
 from ..export.commit_export import export_commits
 from ..faults import kill_point
-from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..pins import Pin, load_pin, pin_text
 from ..series import load_series, read_series
@@ -116,9 +115,7 @@ def check(staged: Target) -> None:
     """Every check `apply` would make, on the staged series and the new pin (the overlay's references
     were checked by the replay); raises naming the problem."""
     patches = load_series(staged.patch_dir)  # the lint: one error listing every problem
-    build_result(
-        staged, patches, overlay_files(staged.overlay_dir, staged.overlay_moves)
-    )  # exact fit, shadowing
+    build_result(staged, patches, staged.overlay_files())  # exact fit, shadowing
     kill_point(f"{STEP}:checked")
 
 

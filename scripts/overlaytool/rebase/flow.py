@@ -19,7 +19,6 @@ from ..checkout.clone import leave_outside
 from ..errors import OverlayError
 from ..export.edit import series_commits
 from ..gitcmd import git, git_out, tree_files
-from ..overlay import overlay_files
 from ..patchfile import parse_patch
 from ..pins import Pin
 from ..series import load_series
@@ -54,7 +53,7 @@ def as_commits(run: Run) -> None:
     checkout = run.target.checkout
     run.state.commits = series_commits(checkout, run.state.old, load_series(run.series))
     git("update-ref", BEFORE_REF, "HEAD", cwd=checkout)
-    for rel in overlay_files(run.target.overlay_dir, run.target.overlay_moves):
+    for rel in run.target.overlay_files():
         put(checkout / rel, None)
 
 

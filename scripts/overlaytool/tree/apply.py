@@ -24,8 +24,8 @@ from ..checkout.overlap import overlap_message, overlaps
 from ..errors import OverlayError
 from ..faults import kill_point
 from ..fetch import require_cached
-from ..gitcmd import git_out
-from ..overlay import overlay_blob, overlay_files
+from ..gitcmd import git, git_out
+from ..overlay import overlay_blob
 from ..patchfile import Patch
 from ..series import load_series
 from ..targets import Target
@@ -64,7 +64,7 @@ def apply_target(target: Target, force: bool = False, targets: list[Target] | No
     With `targets` (all of them), a pin that tracks files where another target is checked out
     (outside the target's `outside` folders) is refused first."""
     patches = load_series(target.patch_dir)
-    overlay = overlay_files(target.overlay_dir, target.overlay_moves)
+    overlay = target.overlay_files()
     ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch
     mirror = require_cached(target.pin)
     found = [o for o in overlaps(target, targets or [], mirror, target.pin.commit) if o["owner"] != "overlay"]
@@ -140,3 +140,17 @@ def apply_all(
             if outer not in chosen and (outer.checkout / ".git").exists():
                 exclude_nested(outer, target)
     return outcomes
+
+
+def applied_files(targets: list[Target]) -> dict[str, tuple[str | None, list[str]]]:
+    """Apply every target (a no-op when current; local edits refused), then target name -> (its apply
+    digest, the files of its checkout that git tracks at the pin or that apply wrote: its stamp's)."""
+    apply_all(targets)
+    found = {}
+    for target in targets:
+        stamp, checkout = read_stamp(target.checkout) or {}, target.checkout
+        tracked = git("ls-files", "-z", cwd=checkout).stdout.split("\0")
+        names = {n for n in tracked if n} | set(stamp.get("files", {}))
+        files = sorted(n for n in names if (checkout / n).is_file() or (checkout / n).is_symlink())
+        found[target.name] = (stamp.get("digest"), files)
+    return found

@@ -40,7 +40,7 @@ def without_rendezvous(environ: Mapping[str, str]) -> dict[str, str]:
 @contextlib.contextmanager
 def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
     """The environment of a SLURM that answers: the running one, else a local one started for the
-    block (and stopped after it, also on failure)."""
+    block (and stopped after it, also on failure); a `SmokeError` naming why none can start here."""
     from slurm_local import LocalSlurm
 
     if slurm_answers(dict(os.environ), partition):
@@ -49,9 +49,12 @@ def slurm(partition: str, install: bool) -> Iterator[dict[str, str]]:
         return
     if partition != "cpu":
         raise SmokeError(f"no SLURM answers for partition {partition}; a local one only has partition cpu")
-    local = LocalSlurm(install=install)  # apt-get install slurm-wlm munge first when asked and missing
-    started = time.monotonic()
-    with local:
-        say(f"started a local SLURM in {time.monotonic() - started:.0f} s")
-        yield without_rendezvous(local.env)
+    try:
+        local = LocalSlurm(install=install)  # apt-get install slurm-wlm munge first when asked and missing
+        started = time.monotonic()
+        with local:
+            say(f"started a local SLURM in {time.monotonic() - started:.0f} s")
+            yield without_rendezvous(local.env)
+    except LocalSlurm.Unavailable as exc:
+        raise SmokeError(str(exc)) from None
     say("stopped the local SLURM (munged, slurmctld, slurmd)")

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from overlaytool.targets import load_targets
+from overlaytool.tree.apply import applied_files
+from overlaytool.tree.stamp import read_stamp
 from tooling_repos import TRAIN_PY, Project, commit_files, git, make_patch, patched
 
 
@@ -185,3 +188,12 @@ def test_failure_lists_upstream_commits_that_touched_the_file(
     err = capsys.readouterr().err
     assert "Upstream commits touching tools/train.py since the pin:" in err
     assert "Refactor training loop" in err
+
+
+def test_applied_files_name_each_checkouts_files_and_digest(project: Project, good_patch: str) -> None:
+    project.add_patch("use-dali.patch", good_patch)
+    applied = applied_files(load_targets(project.root))
+    digest, files = applied["streampetr"]
+    assert digest == read_stamp(project.checkout)["digest"] and "tools/train.py" in files
+    assert files == sorted(files) and "tools/train.py" in read_stamp(project.checkout)["files"]
+    assert applied_files(load_targets(project.root)) == applied  # a second call: apply is a no-op
