@@ -16,9 +16,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import IO
 
 import nox
 
@@ -234,7 +236,7 @@ def tests(session: nox.Session) -> None:
     # each pytest run records its wall and CPU seconds there (tests/tier_budget.py, docs/tests.md)
     timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no test of a tier
-    with env_built_beside(session, None if missing else [BASE_PYTHON, "-m", "upstream_env", "build"]):
+    with beside(session, [] if missing else [[BASE_PYTHON, "-m", "upstream_env", "build"]]):
         session.run(
             ensure_hermetic_env(session),
             "-m",
@@ -245,55 +247,84 @@ def tests(session: nox.Session) -> None:
             external=True,
             env=timings,
         )
-        for other in other_pythons(BASE):  # the README's Pythons: each one this host has
-            python = ensure_hermetic_env(session, other)
-            pytest = [
-                python,
-                "-m",
-                "pytest",
-                "-m",
-                OTHER_PYTHONS_TIERS,
-                *(session.posargs or (*WORKERS, *OTHER_PYTHONS_TESTS)),
-            ]
+        others = [ensure_hermetic_env(session, other) for other in other_pythons(BASE)]  # the README's
+    # the other Pythons' sets beside the stack tier, whose workers leave a core idle at times: one process
+    # each, torch at one OpenMP thread as an xdist worker's beside another (without a stack tier: on the
+    # workers, one after another)
+    selection = session.posargs or (*(WORKERS if missing else ()), *OTHER_PYTHONS_TESTS)
+    sets = [[python, "-m", "pytest", "-m", OTHER_PYTHONS_TIERS, *selection] for python in others]
+    threads = {} if missing else {"OMP_NUM_THREADS": "1"}
+    with beside(session, sets, env={**timings, **threads}, codes=codes):
+        if missing:
+            session.log(
+                f"stack tier skipped: the upstream cache lacks {', '.join(missing)} "
+                "(`nox -s fetch`, or `nox -s fetch -- --from <mirror>`)"
+            )
+            return
+        with upstream_env_claim(session) as python:
+            pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
+            pytest += session.posargs or WORKERS
             session.run(*pytest, external=True, success_codes=codes, env=timings)
-    if missing:
-        session.log(
-            f"stack tier skipped: the upstream cache lacks {', '.join(missing)} "
-            "(`nox -s fetch`, or `nox -s fetch -- --from <mirror>`)"
-        )
-        return
-    with upstream_env_claim(session) as python:
-        pytest = [python, "-m", "pytest", "-m", "stack and not proof"]  # proofs: `nox -s proofs`
-        session.run(*pytest, *(session.posargs or WORKERS), external=True, success_codes=codes, env=timings)
 
 
 @contextmanager
-def env_built_beside(session: nox.Session, build: list[str] | None) -> Iterator[None]:
-    """Run `build` (the OpenMMLab env's builder, or None) in the background while the block runs the
-    other tiers, whose workers leave part of the cores idle (the env: about 2 min on 2 cores, mostly
-    mmcv's compile); its progress lines are shown when the block ends, and a block that fails stops it.
-    The stack tier's `upstream_env_claim` then finds the env current, or builds in the foreground and
-    shows why (an unfinished build leaves no stamp)."""
-    if build is None:
+def beside(
+    session: nox.Session,
+    commands: Sequence[Sequence[str]],
+    env: dict[str, str] | None = None,
+    codes: Sequence[int] = (0,),
+) -> Iterator[None]:
+    """Run `commands` one after another in the background while the block runs tiers whose workers
+    leave part of the cores idle: the OpenMMLab env's build (about 2 min on 2 cores, mostly mmcv's
+    compile) beside the hermetic tier, the other Pythons' sets beside the stack tier. Their output is
+    shown when the block ends, not interleaved with its own; a block that fails stops them; one that
+    exits with a code not in `codes` fails the session after the block, the later ones not run."""
+    if not commands:
         yield
         return
-    session.log(f"beside the tiers below: {' '.join(map(str, build[1:]))}")
-    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
-    with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(
-            build, env=env, stdout=output, stderr=subprocess.STDOUT, text=True, start_new_session=True
-        )
-        try:
-            yield
-        except BaseException:  # a failed tier or ^C: the build and the installs it runs stop
-            os.killpg(process.pid, signal.SIGTERM)
-            raise
-        finally:
-            code = process.wait()
+    stop, lock = threading.Event(), threading.Lock()  # lock: no command starts while the block stops them
+    done: list[tuple[Sequence[str], int, IO[str]]] = []  # (command, exit code, its output)
+    running: list[subprocess.Popen] = []
+    full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})}
+
+    def run_all() -> None:
+        for cmd in commands:
+            with lock:
+                if stop.is_set():
+                    return
+                output = tempfile.TemporaryFile("w+")  # noqa: SIM115 - read and closed after the block
+                process = subprocess.Popen(
+                    cmd, env=full_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+                )
+                running[:] = [process]
+            done.append((cmd, process.wait(), output))
+            if done[-1][1] not in codes:
+                return
+
+    for cmd in commands:
+        session.log(f"beside the tiers: {' '.join(map(str, cmd))}")
+    worker = threading.Thread(target=run_all)
+    worker.start()
+    try:
+        yield
+    except BaseException:  # a failed tier or ^C: the command running beside stops, no other starts
+        with lock:
+            stop.set()
+            for process in running:
+                with suppress(ProcessLookupError):  # it has ended
+                    os.killpg(process.pid, signal.SIGTERM)
+        raise
+    finally:
+        worker.join()
+        for cmd, code, output in done:
             output.seek(0)
             for line in output.read().splitlines():
                 session.log(f"  (beside) {line}")
-            session.log(f"beside the tiers: exit {code}")
+            output.close()
+            session.log(f"beside the tiers: exit {code}: {' '.join(map(str, cmd))}")
+    failed = [cmd for cmd, code, _ in done if code not in codes]
+    if failed:
+        session.error(f"beside the tiers, failed: {' '.join(map(str, failed[0]))}")
 
 
 @nox.session

@@ -131,40 +131,42 @@ import nox
 spec = importlib.util.spec_from_file_location("project_noxfile", {noxfile!r})
 project = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(project)
-STEPS = "import time; print('step 1', flush=True); time.sleep({sleep}); print('step 2')"
-BUILD = [sys.executable, "-c", STEPS]
+STEPS = "import sys, time; print('step 1', flush=True); time.sleep({sleep}); print('step 2'); exit({code})"
+FIRST, SECOND = [sys.executable, "-c", STEPS], [sys.executable, "-c", "print('second command')"]
 
 @nox.session(python=False)
 def beside(session):
-    with project.env_built_beside(session, BUILD):
+    with project.beside(session, [FIRST, SECOND]):
         session.log("the block runs")
         if session.posargs == ["fail"]:
-            time.sleep(3)  # the build has started
+            time.sleep(3)  # the first command has started
             session.error("the block failed")
+    session.log("after the block")
 """
 
 
-@pytest.mark.parametrize("outcome", ["ok", "fail"])
-def test_the_env_builds_beside_the_tiers_and_stops_when_they_fail(tmp_path: Path, outcome: str) -> None:
-    """`nox -s tests` builds the OpenMMLab env in the background while the other tiers run: the build's
-    lines are shown after the block, whose own output is not interleaved with them; a failing block
-    stops the build (a 60-s one here) instead of waiting for it."""
-    sleep = 1 if outcome == "ok" else 60
-    (tmp_path / "noxfile.py").write_text(SCRATCH_NOXFILE.format(noxfile=str(NOXFILE), sleep=sleep))
-    args = [
-        NOX,
-        "-f",
-        str(tmp_path / "noxfile.py"),
-        "-s",
-        "beside",
-        *(["--", "fail"] if outcome == "fail" else []),
-    ]
+@pytest.mark.parametrize("outcome", ["ok", "block fails", "command fails"])
+def test_commands_run_beside_the_tiers_and_stop_when_they_fail(tmp_path: Path, outcome: str) -> None:
+    """`nox -s tests` builds the OpenMMLab env in the background while the hermetic tier runs, and runs
+    the other Pythons' sets while the stack tier runs: their lines are shown after the block, whose own
+    output is not interleaved with them; a failing block stops the command running (a 60-s one here)
+    and starts no other; a failing command fails the session after the block, the next not run."""
+    sleep, code = {"ok": (1, 0), "block fails": (60, 0), "command fails": (1, 3)}[outcome]
+    noxfile = SCRATCH_NOXFILE.format(noxfile=str(NOXFILE), sleep=sleep, code=code)
+    (tmp_path / "noxfile.py").write_text(noxfile)
+    args = [NOX, "-f", str(tmp_path / "noxfile.py"), "-s", "beside"]
+    args += ["--", "fail"] if outcome == "block fails" else []
     done = subprocess.run(args, capture_output=True, text=True, timeout=50, cwd=tmp_path)
     output = done.stdout + done.stderr
     block, first = output.index("the block runs"), output.index("(beside) step 1")
     assert block < first, output
     if outcome == "ok":
-        assert done.returncode == 0 and "(beside) step 2" in output and "beside the tiers: exit 0" in output
-    else:
+        assert done.returncode == 0 and "(beside) second command" in output, output
+        assert output.index("(beside) step 2") < output.index("after the block"), output
+    elif outcome == "block fails":
         assert done.returncode == 1 and "(beside) step 2" not in output, output
         assert f"beside the tiers: exit -{signal.SIGTERM.value}" in output, output
+        assert output.count("second command") == 1, output  # announced, never run
+    else:
+        assert done.returncode == 1 and "(beside) step 2" in output and "after the block" not in output
+        assert "beside the tiers, failed: " in output and "(beside) second command" not in output, output
