@@ -178,3 +178,23 @@ def test_record_keeps_the_other_runs_and_starts_afresh_on_a_damaged_file(tmp_pat
     record(path, "c", {"wall_s": 3})
     assert json.loads(path.read_text()) == {"runs": {"c": {"wall_s": 3}}}
     assert [p.name for p in path.parent.iterdir()] == ["_timings.json"], "no temporary file left"
+
+
+def _record_many(path: Path, prefix: str) -> None:
+    for i in range(30):
+        record(path, f"{prefix}{i}", {"wall_s": i})
+
+
+def test_runs_recording_at_once_lose_none(tmp_path: Path) -> None:
+    """The other Pythons' sets run beside the stack tier: runs that record together keep every entry."""
+    import multiprocessing
+
+    path = tmp_path / "_timings.json"
+    context = multiprocessing.get_context("fork")
+    writers = [context.Process(target=_record_many, args=(path, p)) for p in "abcd"]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert [w.exitcode for w in writers] == [0] * 4
+    assert len(json.loads(path.read_text())["runs"]) == 4 * 30
