@@ -34,7 +34,6 @@ nox.options.default_venv_backend = "none"
 
 ENV_ROOT = ROOT / ".nox" / "_env"
 HERMETIC_FILES = ("requirements/hermetic.txt", "constraints/hermetic.txt", "requirements/hermetic-nodeps.txt")
-UPSTREAM_PYTHON = ENV_ROOT / "upstream" / "bin" / "python"
 # What `nox` runs on the host's other supported Pythons (the distribution's python3 too): the code
 # that meets the interpreter and numpy (interpreter choice, upstream's setup.py and archives from an
 # empty cache, shim, pickles, loader, data set), in the time CI has; `nox -s pythons` runs the whole
@@ -62,7 +61,7 @@ PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 BASE = base_python(program="nox")
 BASE_PYTHON = BASE.path
 
-from overlaytool import is_cached, load_targets  # noqa: E402  (after the check: it needs Python 3.11)
+from overlaytool import missing_pins  # noqa: E402  (after the check: it needs Python 3.11)
 
 if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that folder (docs/offline.md)
     from wheelhouse import WheelhouseError, activate
@@ -122,7 +121,7 @@ def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = Tru
     a claim on it while the session runs from it: a build elsewhere (another node of a cluster) waits for
     the claim instead of changing the env under the session (docs/upstream-env.md#jobs-running-from-the-env).
     Yields the env's python."""
-    from upstream_env import claim_env
+    from upstream_env import claim_env, env_python
 
     if apply:
         run_tool(session, BASE_PYTHON, "overlaytool", "apply")
@@ -133,7 +132,7 @@ def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = Tru
         with claim_env(session.name):
             if subprocess.run(check, env=env, capture_output=True).returncode:
                 continue
-            yield str(UPSTREAM_PYTHON)
+            yield str(env_python())
             return
     session.error("other builds changed the OpenMMLab env three times between this build and its claim")
 
@@ -227,7 +226,7 @@ def tests(session: nox.Session) -> None:
     )
     if not session.posargs or any("slurm" in arg for arg in session.posargs):  # a run with tests/slurm
         ensure_slurm(session)
-    missing = [t.pin.name for t in load_targets(ROOT) if not is_cached(t.pin)]
+    missing = missing_pins(ROOT)
     if missing and is_ci():
         session.error(
             f"stack tier skipped: the upstream cache lacks {', '.join(missing)}; a CI run runs every tier: "

@@ -14,17 +14,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from overlaytool.cache import is_cached
-from overlaytool.targets import load_targets
+from overlaytool import missing_pins
 from tier_budget import BUDGET_FILE, TIMINGS_ENV, StackBudget, read_budget
 from tiers import TIERS, accepted_under_ci, cuda_devices, gpu_skip_reason, highest_tier, is_ci
+from upstream_env import env_python
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-UPSTREAM_PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 
 
 def _upstream_missing() -> str | None:
-    missing = [t.pin.name for t in load_targets(REPO_ROOT) if not is_cached(t.pin)]
+    missing = missing_pins(REPO_ROOT)
     if missing:
         return (
             f"upstream tier skipped: the local upstream cache lacks {', '.join(missing)}; "
@@ -35,7 +34,7 @@ def _upstream_missing() -> str | None:
 
 def _stack_missing() -> str | None:
     if importlib.util.find_spec("mmcv") is None:
-        if not UPSTREAM_PYTHON.exists():
+        if not env_python().exists():
             return "stack tier skipped: no OpenMMLab env; `nox -s tests` builds it when the pins are cached"
         return "stack tier skipped in this interpreter: it runs inside the OpenMMLab env (`nox -s tests`)"
     if not (REPO_ROOT / "upstream" / "StreamPETR" / ".git").exists():

@@ -14,14 +14,13 @@ import sys
 from pathlib import Path
 
 from overlaytool import REPO_ROOT, cache_root
+from upstream_env import env_python
 
 from .errors import ForkwatchError
 from .forks_file import load_sources
 from .vet import VetSettings, passed, step_lines, vet
 from .watch import watch
 from .watch_summary import JSON_NAME, make_summary, read_summary, write_summary
-
-ENV_PYTHON = REPO_ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 
 
 def settings_of(args: argparse.Namespace) -> VetSettings:
@@ -83,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=lambda s: Path(s).resolve(), default=REPO_ROOT, help="project root")
     sub = parser.add_subparsers(dest="command", required=True)
     training = argparse.ArgumentParser(add_help=False)
-    training.add_argument("--python", type=Path, default=ENV_PYTHON, help="the OpenMMLab env's python")
+    training.add_argument("--python", type=Path, default=env_python(), help="the OpenMMLab env's python")
     training.add_argument("--data-root", type=Path, help="data set (default: the embedded synthetic one)")
     training.add_argument("--iters", type=int, default=1, help="training iterations (default 1)")
     training.add_argument("--config", default="smoke", help="upstream_run train's --config (default smoke)")

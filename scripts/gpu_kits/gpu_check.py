@@ -14,23 +14,23 @@ import sys
 from pathlib import Path
 
 from gpukit import CheckError, probe
+from upstream_env import env_python
 
 from .__main__ import main as kits_main
 from .kit_sources import ROOT
-
-UPSTREAM_PYTHON = ROOT / ".nox" / "_env" / "upstream" / "bin" / "python"
 
 
 def gpu_torch() -> tuple[str, str] | None:
     """(python, CUDA major) of the OpenMMLab env when that env's torch sees a CUDA device (asked,
     not guessed from ``nvidia-smi`` on PATH), else None."""
-    if not UPSTREAM_PYTHON.exists():
+    python = env_python()
+    if not python.exists():
         return None
     try:
-        node = probe(UPSTREAM_PYTHON)
+        node = probe(python)
     except CheckError:
         return None
-    return (str(UPSTREAM_PYTHON), node["torch_cuda"].split(".")[0]) if node["cuda_available"] else None
+    return (str(python), node["torch_cuda"].split(".")[0]) if node["cuda_available"] else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from gpukit import Stopwatch, clean_pip_env
 from interpreter import ensure_venv, supported_on_host
 from overlaytool import REPO_ROOT as ROOT
+from upstream_env import env_python
 
 # The lent node (docs/gpu.md#running-it-on-a-lent-machine); requirements/node-standin.txt pins its venv
 NODE = {"python": "3.12", "cuda": "13.0", "cuda_arch": "9.0", "cores": 16}
@@ -174,18 +175,16 @@ def check_the_build(work: Path, standin: Path, kit_numpy: str, node_env: dict[st
     env (a cubin for the node's arch alone, compiled for its CUDA release, the CUDA op set, a left-out
     op refused), that env on the stand-in's torch, and the kit's numpy over the node's. A line a fact."""
     src = work / "src"
-    env_python = src / ".nox" / "_env" / "upstream" / "bin" / "python"
+    python = env_python(root=src)
     env = {**node_env, "PYTHONPATH": str(src / "scripts"), "STREAMPETR_DALI_CACHE": str(work / "cache")}
     proc = subprocess.run(
-        [str(env_python), "-m", "upstream_env.cuda_check"], env=env, capture_output=True, text=True
+        [str(python), "-m", "upstream_env.cuda_check"], env=env, capture_output=True, text=True
     )
     if proc.returncode != 0:
         raise RehearsalError(f"upstream_env.cuda_check in the env:\n{(proc.stdout + proc.stderr)[-3000:]}")
     ops = json.loads(proc.stdout)
     sm = "sm_" + NODE["cuda_arch"].replace(".", "")
-    out = subprocess.run(
-        [str(env_python), "-c", ENV_FACTS], capture_output=True, text=True, check=True
-    ).stdout
+    out = subprocess.run([str(python), "-c", ENV_FACTS], capture_output=True, text=True, check=True).stdout
     facts = json.loads(out.strip().splitlines()[-1])
     problems = []
     if ops["cubins"] != [sm] or ops["compiling_cuda"] != NODE["cuda"]:

@@ -11,10 +11,10 @@ from typing import Any
 # the face: module of this package -> the names other packages take from it
 _FACE = {
     "atomic_write": ("replace_file",),
-    "cache": ("cache_root", "is_cached"),
+    "cache": ("cache_root",),
     "errors": ("OverlayError",),
     "rebase.references": ("reference_summary",),
-    "targets": ("REPO_ROOT", "Target", "load_targets"),
+    "targets": ("REPO_ROOT", "Target", "load_targets", "missing_pins"),
     "tree.apply": ("applied_files",),
     "tree.code_root": ("code_root", "require_code_root"),
 }

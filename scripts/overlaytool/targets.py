@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import mirror_lock, mirror_path
+from .cache import is_cached, mirror_lock, mirror_path
 from .errors import OverlayError
 from .gitcmd import has_commit
 from .overlay import overlay_files
@@ -155,6 +155,11 @@ def select(targets: list[Target], names: list[str] | None) -> list[Target]:
     if unknown:
         raise OverlayError(f"unknown target {unknown[0]!r}: {CONFIG} lists {', '.join(known)}")
     return [t for t in targets if t.name in names]
+
+
+def missing_pins(root: Path = REPO_ROOT) -> list[str]:
+    """The names of the pins the local upstream cache lacks (the upstream and stack tiers need each)."""
+    return [t.pin.name for t in load_targets(root) if not is_cached(t.pin)]
 
 
 def select_one(targets: list[Target], name: str | None) -> Target:

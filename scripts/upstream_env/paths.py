@@ -21,8 +21,11 @@ def wheel_cache() -> Path:
     return cache_root() / "wheels"
 
 
-def env_python(env: Path = ENV_DIR) -> Path:
-    """The python of `env` (the OpenMMLab env's unless told)."""
+def env_python(env: Path = ENV_DIR, *, root: Path | None = None) -> Path:
+    """The python of `env` (the OpenMMLab env's unless told; with `root`, the env of the project's
+    checkout there: a clone's)."""
+    if root is not None:
+        env = root / ENV_DIR.relative_to(ROOT)
     return env / "bin" / "python"
 
 

@@ -10,7 +10,7 @@ import pytest
 from overlaytool import OverlayError
 from overlaytool.cache import mirror_path
 from overlaytool.series import read_series
-from overlaytool.targets import load_targets
+from overlaytool.targets import load_targets, missing_pins
 from tooling_repos import CONFIG, Project, commit_files, git, make_patch, retitle, with_filename
 
 
@@ -156,3 +156,11 @@ def test_the_pinned_repo_is_the_mirror_else_the_checkout_holding_the_commit(proj
     assert target.pinned_repo() == project.checkout
     assert project.run("fetch") == 0
     assert target.pinned_repo() == mirror_path(target.pin)
+
+
+def test_missing_pins_names_each_pin_the_cache_lacks_until_fetched(project: Project) -> None:
+    """What `nox -s tests` and the tiers' skip rule ask: the pins the upstream cache lacks, by name."""
+    assert missing_pins(project.root) == [t.pin.name for t in load_targets(project.root)]
+    assert len(missing_pins(project.root)) == 2
+    assert project.run("fetch") == 0
+    assert missing_pins(project.root) == []
