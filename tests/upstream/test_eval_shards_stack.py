@@ -26,9 +26,9 @@ are made once per module.
 multiple of 3), without ``--validate``; ``nox -s evaluate`` on K ranks against one process is
 test_workflow_stack.py's (3 ranks, two of them empty, on the checkpoint it trains); upstream's chunks,
 which show why scene shards exist (a fact of upstream's loader; the DALI loader's chunks at 1-3 ranks
-are the hermetic tier's, tests/loader/test_loader_test_split.py), run in the proofs; the rest is marked ``proof`` and runs in
-``nox -s proofs``: K = 2, 3, 4, the 2-scene ``nox -s evaluate`` and every test on both loaders
-(docs/tests.md gives both times).
+are the hermetic tier's, tests/loader/test_loader_test_split.py), run in the proofs; the rest is marked
+``proof`` and runs in ``nox -s proofs``: K = 2, 3, 4, the 2-scene ``nox -s evaluate`` and every test
+on both loaders (docs/tests.md gives both times).
 """
 
 from __future__ import annotations
