@@ -36,7 +36,7 @@ from .timings import eta_line, record
 VERSION = "1.6.0"
 SDIST = f"mmcv-full-{VERSION}.tar.gz"
 SDIST_SHA256 = "2ac60fb2ff75ef93c53b68f10a095a4929d67aedbd95c02641e1e5258d12b874"
-RECIPE = 1  # bump when the way the wheel is built changes: old cached wheels are then ignored
+RECIPE = 2  # bump when the way the wheel is built changes: old cached wheels are then ignored
 # What mmcv-full's setup.py imports at build time (it runs without build isolation): installed first.
 BUILD_PREREQS = ("torch", "torchvision", "numpy", "setuptools", "wheel", "ninja")
 
@@ -205,6 +205,9 @@ def ensure_mmcv_wheel(
     std = cxx_std(info["torch"])
     jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
     env = {"MAX_JOBS": jobs, "MMCV_WITH_OPS": "1", "FORCE_CUDA": "1" if cuda_ops else "0"}
+    # no debug info: -g0 after Python's own -g (its CFLAGS) leaves the code as it is; the reduced CPU
+    # set's compile took 47 s instead of 31 on 2 cores, its wheel 4.3 MB instead of 1.2 (RECIPE 2)
+    env["CFLAGS"] = f"{os.environ.get('CFLAGS', '')} -g0".lstrip()
     facts: dict = {"op_set": "full"}
     if cuda_ops:
         tk = cuda_toolkit.choose(toolkit, info["torch_cuda"], python, log)

@@ -61,8 +61,8 @@ def test_cxx_standard_follows_torch_headers() -> None:
 
 def test_wheel_cache_key_separates_torch_and_ops_flavour() -> None:
     cpu = flavour(INFO, cuda_ops=False)
-    assert cpu == "cp311-torch2.14.1+cu130-cpuops-c++20-r1"
-    assert flavour(INFO, cuda_ops=True) == "cp311-torch2.14.1+cu130-cu13.0ops-arch8.0_8.6_8.9_9.0-c++20-r1"
+    assert cpu == "cp311-torch2.14.1+cu130-cpuops-c++20-r2"
+    assert flavour(INFO, cuda_ops=True) == "cp311-torch2.14.1+cu130-cu13.0ops-arch8.0_8.6_8.9_9.0-c++20-r2"
     assert flavour(INFO, cuda_ops=True, arches=("9.0",)) != flavour(INFO, cuda_ops=True)
     assert flavour({**INFO, "torch": "2.13.0+cpu"}, cuda_ops=False) != cpu
     assert want_cuda_ops(INFO, None) is False

@@ -111,12 +111,12 @@ def test_reduce_sources_names_a_missing_kept_source(tmp_path: Path) -> None:
 
 def test_a_reduced_wheel_has_its_own_cache_key_and_never_a_cuda_one() -> None:
     full, reduced = flavour(INFO, cuda_ops=False), flavour(INFO, cuda_ops=False, reduced=True)
-    assert full == "cp311-torch2.14.1+cu130-cpuops-c++20-r1", "the full CPU key is unchanged"
-    assert reduced == "cp311-torch2.14.1+cu130-cpuops-reduced-dd98c24a-c++20-r1", "CPU wheels keep their key"
+    assert full == "cp311-torch2.14.1+cu130-cpuops-c++20-r2", "the full CPU key is unchanged"
+    assert reduced == "cp311-torch2.14.1+cu130-cpuops-reduced-dd98c24a-c++20-r2", "CPU wheels keep their key"
     cuda_reduced = flavour(INFO, cuda_ops=True, reduced=True)
     assert (
         cuda_reduced
-        == f"cp311-torch2.14.1+cu130-cu13.0ops-reduced-{op_set.label(True)}-arch8.0_8.6_8.9_9.0-c++20-r1"
+        == f"cp311-torch2.14.1+cu130-cu13.0ops-reduced-{op_set.label(True)}-arch8.0_8.6_8.9_9.0-c++20-r2"
     )
     assert cuda_reduced != flavour(INFO, cuda_ops=True) and op_set.label(True) != op_set.label()
     assert reduced_ops(cuda_ops=False, full_ops=False)

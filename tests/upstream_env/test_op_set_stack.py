@@ -7,6 +7,7 @@ Skipped in an env built with `--full-ops` (every op is compiled there).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import textwrap
@@ -67,3 +68,14 @@ def test_a_left_out_op_raises_the_named_error_only_when_called() -> None:
     ):
         assert key in lines, f"{key}: the call did not raise the named error\n{proc.stdout}"
         assert op in lines[key] and op_set.FULL_OPS_HINT in lines[key], lines[key]
+
+
+def test_the_compiled_ops_carry_no_debug_info() -> None:
+    """The builder compiles mmcv's ops with ``-g0`` after Python's own ``-g`` (``mmcv_wheel.py``): the
+    same code, the reduced CPU set's compile 47 -> 31 s on 2 cores and its wheel 4.3 -> 1.2 MB. A build
+    that lost the flag leaves ``.debug_*`` sections in the ``_ext`` library."""
+    (folder,) = importlib.util.find_spec("mmcv").submodule_search_locations
+    (ext,) = Path(folder).glob("_ext*.so")
+    readelf = ["readelf", "--section-headers", "--wide", str(ext)]
+    sections = subprocess.run(readelf, capture_output=True, text=True, check=True).stdout
+    assert " .text " in sections and ".debug_info" not in sections, sections
