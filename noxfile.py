@@ -50,9 +50,11 @@ OTHER_PYTHONS_TESTS = (
     "tests/synthdata",
 )
 # a run of the tiers (no selection given) spreads its tests over the cores with pytest-xdist, a file a
-# worker (its module's shared runs stay in one process), the heaviest files first (tests/tier_budget.py);
-# a selection runs in one process
-WORKERS = ("-n", str(min(len(os.sched_getaffinity(0)), 4)), "--dist", "loadfile", "--no-loadscope-reorder")
+# worker (its module's shared runs stay in one process), the heaviest files first (tests/tier_budget.py),
+# one worker more than the cores (up to 4): a worker waiting on its launcher's ranks, a SLURM job or an
+# install leaves its core to the others; a selection runs in one process
+CORES = len(os.sched_getaffinity(0))
+WORKERS = ("-n", str(min(CORES + 1, 4)), "--dist", "loadfile", "--no-loadscope-reorder")
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 
