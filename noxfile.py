@@ -17,10 +17,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
 
 import nox
 
@@ -57,6 +56,8 @@ CORES = len(os.sched_getaffinity(0))
 WORKERS = ("-n", str(min(CORES + 1, 4)), "--dist", "loadfile", "--no-loadscope-reorder")
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
+Run = Callable[..., None]  # runs a command (and the exit codes that count as success), raising on another
+Step = Callable[[Run], None]  # work `beside` a tier: its commands through the `run` it is given
 
 # before any session downloads or compiles: a Python the stack supports, or a refusal (one line);
 # $STREAMPETR_PYTHON, else this one, else one found (docs/upstream-env.md#pythons)
@@ -94,9 +95,10 @@ def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
         session.error(f"{session.name} does not take {' '.join(given)}: {why}")
 
 
-def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) -> str:
+def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None, run: Run | None = None) -> str:
     """The light env's python (`.nox/_env/hermetic`; `hermetic-3.X.Y` for another Python `base`),
-    (re)installed only when its pin files or its Python change."""
+    (re)installed only when its pin files or its Python change; `run`: how its commands run (a step
+    `beside` the tiers), else in the session."""
     base = base or BASE
     env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{'.'.join(map(str, base.version))}")
     inputs = [base.minor.encode(), base.path.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
@@ -107,12 +109,12 @@ def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None) ->
         ("-q", "-c", constraints, "--no-deps", "-r", without_deps),
     ]
 
-    def run(cmd: list[str]) -> None:
+    def in_session(cmd: Sequence[str]) -> None:
         session.run(*cmd, external=True)
 
     # kept when made by the same Python minor, remade by another
     python = ensure_venv(
-        env, base.path, digest, installs, run, stamp=".requirements.sha256", minor=base.minor
+        env, base.path, digest, installs, run or in_session, stamp=".requirements.sha256", minor=base.minor
     )
     return str(python)
 
@@ -237,7 +239,8 @@ def tests(session: nox.Session) -> None:
     # each pytest run records its wall and CPU seconds there (tests/tier_budget.py, docs/tests.md)
     timings = {"STREAMPETR_DALI_TIMINGS": str(ROOT / ".nox" / "_timings.json")}
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no test of a tier
-    with beside(session, [] if missing else [[BASE_PYTHON, "-m", "upstream_env", "build"]]):
+    build = [] if missing else [command([BASE_PYTHON, "-m", "upstream_env", "build"])]
+    with beside(session, "the OpenMMLab env's build", build):
         session.run(
             ensure_hermetic_env(session),
             "-m",
@@ -248,14 +251,22 @@ def tests(session: nox.Session) -> None:
             external=True,
             env=timings,
         )
-        others = [ensure_hermetic_env(session, other) for other in other_pythons(BASE)]  # the README's
-    # the other Pythons' sets beside the stack tier, whose workers leave a core idle at times: one process
-    # each, torch at one OpenMP thread as an xdist worker's beside another (without a stack tier: on the
-    # workers, one after another)
+    # each other Python's env and set (the README's Pythons) beside the stack tier, one after another: its
+    # workers leave a core idle at times (waiting on ranks, SLURM, a kill); one process each, torch at one
+    # OpenMP thread as an xdist worker's beside another (without a stack tier: on the workers)
     selection = session.posargs or (*(WORKERS if missing else ()), *OTHER_PYTHONS_TESTS)
-    sets = [[python, "-m", "pytest", "-m", OTHER_PYTHONS_TIERS, *selection] for python in others]
+
+    def other_python_set(other: BasePython) -> Step:
+        def step(run: Run) -> None:
+            python = ensure_hermetic_env(session, other, run)
+            run([python, "-m", "pytest", "-m", OTHER_PYTHONS_TIERS, *selection], codes)
+
+        return step
+
     threads = {} if missing else {"OMP_NUM_THREADS": "1"}
-    with beside(session, sets, env={**timings, **threads}, codes=codes):
+    others = other_pythons(BASE)
+    what = f"the envs and sets of Python {', '.join('.'.join(map(str, o.version)) for o in others)}"
+    with beside(session, what, [other_python_set(o) for o in others], env={**timings, **threads}):
         if missing:
             session.log(
                 f"stack tier skipped: the upstream cache lacks {', '.join(missing)} "
@@ -268,42 +279,62 @@ def tests(session: nox.Session) -> None:
             session.run(*pytest, external=True, success_codes=codes, env=timings)
 
 
+def command(cmd: Sequence[str]) -> Step:
+    """A step of `beside` that runs one command."""
+    return lambda run: run(cmd)
+
+
 @contextmanager
 def beside(
-    session: nox.Session,
-    commands: Sequence[Sequence[str]],
-    env: dict[str, str] | None = None,
-    codes: Sequence[int] = (0,),
+    session: nox.Session, what: str, steps: Sequence[Step], env: dict[str, str] | None = None
 ) -> Iterator[None]:
-    """Run `commands` one after another in the background while the block runs tiers whose workers
-    leave part of the cores idle: the OpenMMLab env's build (about 2 min on 2 cores, mostly mmcv's
-    compile) beside the hermetic tier, the other Pythons' sets beside the stack tier. Their output is
-    shown when the block ends, not interleaved with its own; a block that fails stops them; one that
-    exits with a code not in `codes` fails the session after the block, the later ones not run."""
-    if not commands:
+    """Run `steps` (`what` they do) one after another in the background while the block runs a tier
+    whose workers leave part of the cores idle: the OpenMMLab env's build (about 2 min on 2 cores,
+    mostly mmcv's compile) beside the hermetic tier, each other Python's env and set beside the stack
+    tier. A step runs its commands through the `run` it is given (`env` added to their environment).
+    Their output is shown when the block ends, not interleaved with its own; a block that fails stops
+    the command running and starts no other; a step that fails (a command's exit code not in the
+    `codes` it was run with) ends the steps, and fails the session after the block."""
+    if not steps:
         yield
         return
     stop, lock = threading.Event(), threading.Lock()  # lock: no command starts while the block stops them
-    done: list[tuple[Sequence[str], int, IO[str]]] = []  # (command, exit code, its output)
     running: list[subprocess.Popen] = []
+    output = tempfile.TemporaryFile("w+")  # noqa: SIM115 - read and closed after the block
+    failed: list[str] = []
     full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})}
 
+    def note(line: str) -> None:  # at the end the commands' lines left
+        output.seek(0, os.SEEK_END)
+        output.write(line + "\n")
+        output.flush()
+
+    def run(cmd: Sequence[str], codes: Sequence[int] = (0,)) -> None:
+        with lock:
+            if stop.is_set():
+                raise subprocess.CalledProcessError(-signal.SIGTERM, cmd)
+            note(f"$ {' '.join(map(str, cmd))}")  # before the command's own lines, in the same file
+            process = subprocess.Popen(
+                cmd, env=full_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            running[:] = [process]
+        code = process.wait()
+        note(f"exit {code}")
+        if code not in codes:
+            raise subprocess.CalledProcessError(code, cmd)
+
     def run_all() -> None:
-        for cmd in commands:
-            with lock:
-                if stop.is_set():
-                    return
-                output = tempfile.TemporaryFile("w+")  # noqa: SIM115 - read and closed after the block
-                process = subprocess.Popen(
-                    cmd, env=full_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-                )
-                running[:] = [process]
-            done.append((cmd, process.wait(), output))
-            if done[-1][1] not in codes:
+        for step in steps:
+            try:
+                step(run)
+            except subprocess.CalledProcessError as exc:
+                failed.append(f"{' '.join(map(str, exc.cmd))} (exit {exc.returncode})")
+                return
+            except Exception as exc:  # noqa: BLE001 - any other failure of a step fails the session too
+                failed.append(repr(exc))
                 return
 
-    for cmd in commands:
-        session.log(f"beside the tiers: {' '.join(map(str, cmd))}")
+    session.log(f"beside the tier below: {what}")
     worker = threading.Thread(target=run_all)
     worker.start()
     try:
@@ -317,15 +348,12 @@ def beside(
         raise
     finally:
         worker.join()
-        for cmd, code, output in done:
-            output.seek(0)
-            for line in output.read().splitlines():
-                session.log(f"  (beside) {line}")
-            output.close()
-            session.log(f"beside the tiers: exit {code}: {' '.join(map(str, cmd))}")
-    failed = [cmd for cmd, code, _ in done if code not in codes]
+        output.seek(0)
+        for line in output.read().splitlines():
+            session.log(f"  (beside) {line}")
+        output.close()
     if failed:
-        session.error(f"beside the tiers, failed: {' '.join(map(str, failed[0]))}")
+        session.error(f"beside the tiers, failed: {failed[0]}")
 
 
 @nox.session

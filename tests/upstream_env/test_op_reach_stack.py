@@ -7,32 +7,30 @@ the config and the op, on a config that reaches one outside the set. Needs the O
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from stack_runs import CHECKOUT, PYTHON, REPO_ROOT
+from stack_runs import CHECKOUT
 from upstream_env import op_set
 
 pytestmark = pytest.mark.stack
 
 
-def _op_reach(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(PYTHON), "-m", "upstream_env.op_reach", "--check", *args],
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "scripts")},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def _op_reach(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """``python -m upstream_env.op_reach --check ARGS``, run in this process (the OpenMMLab env's: torch,
+    mmcv and the plugin imported once for the module's tests); exit code, stdout, stderr."""
+    from upstream_env import op_reach
+
+    capsys.readouterr()
+    code = op_reach.main(["--check", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_every_supported_config_stays_inside_the_cuda_op_set() -> None:
-    proc = _op_reach()
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    reached = json.loads(proc.stdout)
+def test_every_supported_config_stays_inside_the_cuda_op_set(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = _op_reach(capsys)
+    assert code == 0, f"exit {code}\n{err[-4000:]}"
+    reached = json.loads(out)
     configs = {str(Path(c).relative_to(CHECKOUT / "projects" / "configs")) for c in reached}
     assert {
         "StreamPETR/stream_petr_r50_flash_704_bs2_seq_24e.py",
@@ -53,7 +51,9 @@ def test_every_supported_config_stays_inside_the_cuda_op_set() -> None:
             assert {"ms_deform_attn_forward", "ms_deform_attn_backward"} <= set(ops), config
 
 
-def test_a_config_reaching_an_op_outside_the_set_fails_by_name(tmp_path: Path) -> None:
+def test_a_config_reaching_an_op_outside_the_set_fails_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """A DCNv2 backbone (mmcv's ModulatedDeformConv2dPack): a config change that needs an op the
     reduced CUDA set does not compile."""
     base = CHECKOUT / "projects" / "configs" / "cpu" / "stream_petr_r50_cpu_smoke.py"
@@ -63,7 +63,7 @@ def test_a_config_reaching_an_op_outside_the_set_fails_by_name(tmp_path: Path) -
         "model = dict(img_backbone=dict(dcn=dict(type='DCNv2', deform_groups=1, fallback_on_stride=False),\n"
         "                               stage_with_dcn=(False, False, True, True)))\n"
     )
-    proc = _op_reach(str(fixture))
-    assert proc.returncode == 1, proc.stderr[-4000:]
-    assert f"OUTSIDE THE CUDA OP SET: {fixture}: modulated_deform_conv_forward, reached by" in proc.stderr
-    assert "ModulatedDeformConv2dPack" in proc.stderr and "add them there" in proc.stderr
+    code, _, err = _op_reach(capsys, str(fixture))
+    assert code == 1, err[-4000:]
+    assert f"OUTSIDE THE CUDA OP SET: {fixture}: modulated_deform_conv_forward, reached by" in err
+    assert "ModulatedDeformConv2dPack" in err and "add them there" in err
