@@ -82,11 +82,6 @@ def resolve(stamp: dict | None, **requested: object) -> Choices:
     return Choices(**values)
 
 
-def resolve_cuda(requested: bool | None, stamp: dict | None) -> bool | None:
-    """The mmcv ops choice of a build (see `resolve`)."""
-    return resolve(stamp, cuda=requested).cuda
-
-
 def resolve_ops(python: Path, requested: bool | None, stamp: dict | None = None) -> tuple[bool, str]:
     """Whether the env gets mmcv's CUDA ops, and why: the flag given; else (auto) the CUDA ops of an env
     `stamp` says auto gave them (never downgraded: they serve a host without a GPU too, and a node that

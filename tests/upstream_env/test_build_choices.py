@@ -12,16 +12,16 @@ import pytest
 from build_recorder import fake_probe, record_builds, write_built_env
 from upstream_env import __main__ as cli
 from upstream_env import build as builder
-from upstream_env.build import STAMP, digest, is_current, read_stamp, resolve_cuda
+from upstream_env.build import STAMP, digest, is_current, read_stamp, resolve
 
 
 @pytest.mark.parametrize("recorded", [True, False, None])
 def test_an_explicit_choice_wins_over_the_recorded_one(recorded: bool | None) -> None:
     stamp = {"digest": "x", "cuda": recorded}
-    assert resolve_cuda(True, stamp) is True
-    assert resolve_cuda(False, stamp) is False
-    assert resolve_cuda(None, stamp) is recorded, "no flag: the flavour the env was built with"
-    assert resolve_cuda(None, None) is None, "no env yet: auto-detect"
+    assert resolve(stamp, cuda=True).cuda is True
+    assert resolve(stamp, cuda=False).cuda is False
+    assert resolve(stamp, cuda=None).cuda is recorded, "no flag: the flavour the env was built with"
+    assert resolve(None, cuda=None).cuda is None, "no env yet: auto-detect"
 
 
 def _built_env(tmp_path: Path, cuda: bool | None) -> Path:
