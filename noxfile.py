@@ -52,8 +52,10 @@ OTHER_PYTHONS_TESTS = (
 # worker (its module's shared runs stay in one process), the heaviest files first (tests/tier_budget.py),
 # one worker more than the cores (up to 4): a worker waiting on its launcher's ranks, a SLURM job or an
 # install leaves its core to the others; a selection runs in one process
-CORES = len(os.sched_getaffinity(0))
-WORKERS = ("-n", str(min(CORES + 1, 4)), "--dist", "loadfile", "--no-loadscope-reorder")
+WORKERS = (
+    "-n", str(min(len(os.sched_getaffinity(0)) + 1, 4)),
+    "--dist", "loadfile", "--no-loadscope-reorder",
+)  # fmt: skip
 OTHER_PYTHONS_TIERS = "not stack and not gpu"  # hermetic, and upstream where the pins are cached
 PYTHONPATH = os.pathsep.join(str(ROOT / p) for p in ("scripts", "overlay"))
 Run = Callable[..., None]  # runs a command (and the exit codes that count as success), raising on another
@@ -299,7 +301,7 @@ def beside(
         yield
         return
     stop, lock = threading.Event(), threading.Lock()  # lock: no command starts while the block stops them
-    running: list[subprocess.Popen] = []
+    current: subprocess.Popen | None = None  # the command running beside
     output = tempfile.TemporaryFile("w+")  # noqa: SIM115 - read and closed after the block
     failed: list[str] = []
     full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})}
@@ -310,14 +312,14 @@ def beside(
         output.flush()
 
     def run(cmd: Sequence[str], codes: Sequence[int] = (0,)) -> None:
+        nonlocal current
         with lock:
             if stop.is_set():
                 raise subprocess.CalledProcessError(-signal.SIGTERM, cmd)
             note(f"$ {' '.join(map(str, cmd))}")  # before the command's own lines, in the same file
-            process = subprocess.Popen(
+            process = current = subprocess.Popen(
                 cmd, env=full_env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
             )
-            running[:] = [process]
         code = process.wait()
         note(f"exit {code}")
         if code not in codes:
@@ -342,9 +344,9 @@ def beside(
     except BaseException:  # a failed tier or ^C: the command running beside stops, no other starts
         with lock:
             stop.set()
-            for process in running:
+            if current is not None:
                 with suppress(ProcessLookupError):  # it has ended
-                    os.killpg(process.pid, signal.SIGTERM)
+                    os.killpg(current.pid, signal.SIGTERM)
         raise
     finally:
         worker.join()
@@ -367,7 +369,7 @@ def tests_gpu(session: nox.Session) -> None:
 
 @nox.session
 def proofs(session: nox.Session) -> None:
-    """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 2
+    """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 3
     and 4 ranks, on upstream's DataLoader and with `--validate`; the sharded 2-process resume."""
     refuse_args(session, "-m", why="it runs the proof marker")
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof

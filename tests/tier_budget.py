@@ -23,9 +23,7 @@ run's mark expression and Python, written whole by the tooling's writer.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import platform
 import resource
 import time
@@ -116,14 +114,12 @@ def tier_problem(nodeids: list[str], budget: Budget) -> str | None:
 
 def record(path: Path, run: str, entry: dict) -> None:
     """Put ``entry`` under ``run`` in the timings file at ``path`` (the other runs kept; an unreadable
-    file starts afresh), written whole, under an ``flock`` of its folder: ``nox -s tests`` runs the
+    file starts afresh), written whole, under the tooling's lock beside it: ``nox -s tests`` runs the
     other Pythons' sets beside the stack tier, and two runs ending together must not drop one."""
-    from overlaytool import replace_file
+    from overlaytool.atomic_write import replace_file
+    from overlaytool.lock import hold
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(folder, fcntl.LOCK_EX)  # released when the descriptor closes
+    with hold(path.with_name(f"{path.name}.lock"), "a test run's timings", "timings"):
         try:
             runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
             assert isinstance(runs, dict)
@@ -131,8 +127,6 @@ def record(path: Path, run: str, entry: dict) -> None:
             runs = {}
         runs[run] = entry
         replace_file(path, json.dumps({"runs": runs}, indent=1, sort_keys=True) + "\n")
-    finally:
-        os.close(folder)
 
 
 class StackBudget:
