@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gpukit import Stopwatch
-from interpreter import ASKED_VARIABLE, BasePython, base_python, other_pythons
+from interpreter import BasePython, base_python, other_pythons
 from overlaytool import REPO_ROOT as ROOT
 from overlaytool import cache_root
 
@@ -60,9 +60,9 @@ def run_one(label: str, base: BasePython, out: Path, tests: bool) -> dict:
             "PIP_CACHE_DIR": cache / "pip",
             "STREAMPETR_DALI_CACHE": cache / "sd",
         }
-        env = {**os.environ, **{k: str(v) for k, v in empty.items()}, "CI": "false",
+        mine = {k: v for k, v in os.environ.items() if not k.startswith("STREAMPETR_")}  # a newcomer has none
+        env = {**mine, **{k: str(v) for k, v in empty.items()}, "CI": "false",
                "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-        env.pop(ASKED_VARIABLE, None)
         nox = [str(clone / ".venv" / "bin" / "python"), "-m", "nox"]
         mirrors = [a for m in sorted((cache_root() / "mirrors").glob("*.git")) for a in ("--from", str(m))]
         for step in (["python3", "-m", "venv", ".venv"], [*nox[:1], "-m", "pip", "install", "-q", "-r",

@@ -8,16 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from interpreter import (
-    SUPPORTED,
-    BasePython,
-    UnsupportedPython,
-    base_python,
-    other_pythons,
-    supported_on_host,
-    venv_minor,
-)
-from interpreter.choice import candidates
+from interpreter import BasePython, base_python, other_pythons, supported_on_host, venv_minor
+from interpreter.choice import SUPPORTED, UnsupportedPython, candidates
 
 
 def fake_python(
