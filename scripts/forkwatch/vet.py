@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from overlaytool import OverlayError, code_root, load_targets, reference_summary
+from overlaytool import OverlayError, code_root, load_targets
 
 from .scratch_copy import scratch
 from .tool_calls import call, overlaytool
@@ -106,7 +106,7 @@ def stop_lines(project: Path) -> list[str]:
         report = json.loads((project / "upstream" / "rebase-report.json").read_text(encoding="utf-8"))
         stop = report.get("would_stop") or {}
         lines = [f"stop: {stop['kind']}: {stop['message']}"] if stop else []
-        return lines + reference_summary(report.get("overlay_references") or [])
+        return lines + list(report.get("overlay_reference_summary") or [])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []  # no report (the rebase stopped before writing one): the tail says why
 

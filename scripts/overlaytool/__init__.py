@@ -13,7 +13,6 @@ _FACE = {
     "atomic_write": ("replace_file",),
     "cache": ("cache_root",),
     "errors": ("OverlayError",),
-    "rebase.references": ("reference_summary",),
     "targets": ("REPO_ROOT", "Target", "load_targets", "missing_pins"),
     "tree.apply": ("applied_files",),
     "tree.code_root": ("code_root", "require_code_root"),

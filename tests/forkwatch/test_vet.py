@@ -52,17 +52,19 @@ def test_a_clean_candidate_is_rebased_and_applied_in_the_copy_only(project: Proj
 
 def test_the_rebase_steps_detail_names_the_stop_and_the_references_from_the_report(tmp_path: Path):
     """The rebase's output ends with the patch statuses; the stop (and the overlay files and what they
-    name) come from its report, or the detail would not say which file broke."""
+    name, with the moves that resolve them) come from its report, or the detail would not say which
+    file broke."""
     from forkwatch.vet import stop_lines
+    from overlaytool.rebase.references import reference_summary
 
     assert stop_lines(tmp_path) == []  # no report: the output's tail is all there is
     report = tmp_path / "upstream" / "rebase-report.json"
     report.parent.mkdir()
     report.write_text("{not json")
     assert stop_lines(tmp_path) == []
-    reference = {
-        "file": "overlay/projects/configs/dali/x_dali.py", "kind": "_base_", "names": "../base.py",
-        "expected": "projects/configs/base.py", "candidate": "projects/configs/base_renamed.py", "note": "",
+    loader = {
+        "file": "src/projects/mmdet3d_plugin/core/apis/test.py", "kind": "import", "names": "dali_streampetr",
+        "expected": "src/dali_streampetr/__init__.py", "candidate": "dali_streampetr/__init__.py", "note": "",
     }  # fmt: skip
     stop = {
         "kind": "overlay-reference",
@@ -70,20 +72,18 @@ def test_the_rebase_steps_detail_names_the_stop_and_the_references_from_the_repo
         "paths": [],
         "message": "1 overlay reference(s) do not resolve",
     }
-    report.write_text(json.dumps({"would_stop": stop, "overlay_references": [reference]}))
+    summary = reference_summary([loader])  # as the rebase writes it (test_references.py of overlaytool)
+    report.write_text(json.dumps({"would_stop": stop, "overlay_reference_summary": summary}))
     assert stop_lines(tmp_path) == [
         "stop: overlay-reference: 1 overlay reference(s) do not resolve",
-        "overlay/projects/configs/dali/x_dali.py: _base_ '../base.py' → projects/configs/base.py does not "
-        "exist; git's candidate at the target: projects/configs/base_renamed.py",
+        *summary,
     ]
-    loader = {
-        "file": "src/projects/mmdet3d_plugin/core/apis/test.py", "kind": "import", "names": "dali_streampetr",
-        "expected": "src/dali_streampetr/__init__.py", "candidate": "dali_streampetr/__init__.py", "note": "",
-    }  # fmt: skip
-    report.write_text(json.dumps({"would_stop": stop, "overlay_references": [loader]}))
-    assert stop_lines(tmp_path)[-1] == (
-        'suggested `overlay_moves` (patches/config.toml): dali_streampetr = "src/dali_streampetr"'
-    )  # the move that makes the runners find the loader package, not only in the report file
+    assert summary[0].startswith("src/projects/mmdet3d_plugin/core/apis/test.py: import 'dali_streampetr'")
+    # the move that makes the runners find the loader package, not only in the report file
+    assert (
+        summary[-1]
+        == 'suggested `overlay_moves` (patches/config.toml): dali_streampetr = "src/dali_streampetr"'
+    )
 
 
 def test_the_config_step_finds_the_overlay_configs_where_overlay_moves_put_them(project: Project) -> None:

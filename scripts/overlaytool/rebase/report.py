@@ -13,7 +13,7 @@ from ..atomic_write import replace_file
 from ..gitcmd import git
 from ..patchfile import Patch, decode, parse_patch
 from ..targets import Target
-from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, suggested_moves
+from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines, reference_summary, suggested_moves
 from .replay import CONFLICT, MISSING, RENAME_THRESHOLD, patch_paths, renames, unmerged
 from .settle import SETTLED, own_words
 from .state import FORMAT, RebaseState, Stop
@@ -272,6 +272,7 @@ def report_data(
         "would_stop": _stop_entry(first),
         "overlaps": overlaps or [],
         "overlay_references": references,
+        "overlay_reference_summary": reference_summary(references),
         "overlay_references_checked": state.references is not None or bool(first and first.references),
         "unchecked_references": state.unchecked,
         "conflict_details": details,

@@ -266,6 +266,9 @@ def test_the_loader_package_must_be_where_the_runners_put_the_code_root(loader_f
     moves = 'dali_streampetr = "src/dali_streampetr", projects = "src/projects", tools = "src/tools"'
     assert f"suggested `overlay_moves` for this target in patches/config.toml: {moves}" in out
     references = report(loader_fork)["overlay_references"]
+    summary = report(loader_fork)["overlay_reference_summary"]  # what forkwatch's vet prints
+    assert len(summary) == len(references) + 1
+    assert summary[-1] == f"suggested `overlay_moves` (patches/config.toml): {moves}"
     imports = [r for r in references if r["names"] == "dali_streampetr"]
     assert {r["file"] for r in imports} == LOADER_IMPORTS
     assert {(r["names"], r["expected"], r["candidate"]) for r in imports} == {
