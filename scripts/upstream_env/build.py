@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -237,11 +240,24 @@ def _ops_name(choices: Choices, stamp: dict) -> str:
     return f"{kind}, {ops}{arches}"
 
 
+def _beside_the_compile(python: Path, log: BuildLog, constraints: Path, requirements: Path) -> Path:
+    """What needs no mmcv-full, run while it compiles: the mmdet3d wheel (its folder returned), then
+    ``requirements`` but mmcv-full (no package there needs it but through an extra), whose
+    install after the compile then finds all else in place."""
+    mmdet3d_dir = ensure_mmdet3d_wheel(python, log)
+    lines = Path(requirements).read_text(encoding="utf-8").splitlines()
+    with tempfile.TemporaryDirectory(prefix="upstream-requirements-") as tmp:
+        rest = Path(tmp) / "requirements.txt"
+        rest.write_text("".join(f"{line}\n" for line in lines if not re.match(r"\s*mmcv-full\b", line)))
+        log.run(install_command(python, "-c", constraints, "-r", rest), what="install -r (but mmcv-full)")
+    return mmdet3d_dir
+
+
 def _build(
     env: Path, python: Path, choices: Choices, *, stamp: dict | None = None, mmcv_only: bool = False
 ) -> Path:
     """The build steps; `stamp`: the env's before this build (auto keeps the CUDA ops it records)."""
-    log = BuildLog(LOG_FILE, total_steps=3 if mmcv_only else 6)
+    log = BuildLog(LOG_FILE, total_steps=3 if mmcv_only else 5)
     what = "the mmcv-full wheel of the upstream env" if mmcv_only else "the upstream env"
     log.say(f"building {what} at {env}; full output in {LOG_FILE}")
     total = time.monotonic()
@@ -266,23 +282,24 @@ def _build(
         log.run(install_command(python, "-c", constraints, *prereqs), what="install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
-        started = log.begin("mmcv-full wheel with compiled ops (cached)")
+        beside = "" if mmcv_only else "; beside it the mmdet3d wheel, the requirements but mmcv-full"
+        started = log.begin(f"mmcv-full wheel with compiled ops (cached){beside}")
         same_torch = stamp is not None and stamp.get("torch_from") == choices.torch_from
         cuda_ops, why = resolve_ops(python, choices.cuda, stamp if same_torch else None)
         log.say(f"      mmcv ops: {'CUDA' if cuda_ops else 'CPU'} ({why})")
-        mmcv_dir = ensure_mmcv_wheel(
-            python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
-        )
+        with ThreadPoolExecutor(max_workers=1) as pool:  # the compile leaves a core idle at times
+            args = (python, log, constraints, requirements)
+            rest = None if mmcv_only else pool.submit(_beside_the_compile, *args)
+            mmcv_dir = ensure_mmcv_wheel(
+                python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
+            )
+            mmdet3d_dir = rest.result() if rest else None
         log.done(started)
-        if mmcv_only:
+        if mmdet3d_dir is None:  # mmcv_only
             log.say(f"mmcv-full wheel ready in {time.monotonic() - total:.0f} s: {mmcv_dir}")
             return mmcv_dir
 
-        started = log.begin("mmdet3d wheel from the pinned source (cached)")
-        mmdet3d_dir = ensure_mmdet3d_wheel(python, log)
-        log.done(started)
-
-        started = log.begin("requirements/upstream.txt", "requirements" if fresh else None)
+        started = log.begin("requirements/upstream.txt: mmcv-full now", "requirements" if fresh else None)
         links = ("--find-links", mmcv_dir, "--only-binary", "mmcv-full")
         log.run(install_command(python, "-c", constraints, *links, "-r", requirements), what="install -r")
         (mmdet3d,) = mmdet3d_dir.glob("mmdet3d-*.whl")

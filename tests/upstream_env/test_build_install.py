@@ -11,6 +11,7 @@ an auto-built env gets CUDA ops once the env's torch sees a GPU (and keeps them)
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,28 @@ def test_an_auto_env_built_without_a_gpu_is_rebuilt_with_cuda_ops_where_torch_se
     assert node["cuda_ops"] is True and node["cuda_ops_why"].endswith("(CUDA 13.0 build) sees a GPU")
     wheels.gpu = False  # back on the login node: the CUDA ops serve it too, auto keeps them
     assert is_current(env), "auto never downgrades an env that has CUDA ops (test_build_cluster.py)"
+
+
+def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles(
+    tmp_path: Path, wheels: Wheels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compile leaves a core idle at times: the mmdet3d wheel and every requirement but mmcv-full
+    are made beside it, and the env is whole after (a compile that waits for the mmdet3d wheel ends;
+    on the builder that made the wheel after the compile it waited in vain)."""
+    from tiny_wheels import tiny_mmdet3d
+
+    made = threading.Event()
+
+    def mmdet3d(python: Path, log: object) -> Path:
+        made.set()
+        return tiny_mmdet3d(tmp_path / "m3d").parent
+
+    def compile_beside(*args: object) -> Path:
+        assert made.wait(30), "the mmdet3d wheel was not made while mmcv-full compiled"
+        return wheels.ensure(*args)
+
+    monkeypatch.setattr(builder, "ensure_mmdet3d_wheel", mmdet3d)
+    monkeypatch.setattr(builder, "ensure_mmcv_wheel", compile_beside)
+    env = tmp_path / "env"
+    builder.build(env, cuda=False)
+    assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env, cuda=False)
