@@ -51,13 +51,15 @@ BUILDER_MODULES = (
 # mmdet3d is installed from the wheel file built from the pin, never from an index.
 NO_DEPS = ("lyft_dataset_sdk", "nuscenes-devkit")
 COMPAT_MODULE = Path(__file__).with_name("_streampetr_numpy_compat.py")
-IMPORT_CHECK = (
-    "import numpy as np, torch, torchvision, mmcv, mmcv.ops, mmdet, mmseg, mmdet3d, numba, nuscenes;"
-    "import lyft_dataset_sdk, einops, fvcore, IPython, nvidia.dali as dali; assert np.int is int and np.in1d;"
+# the import check, in two processes at once (the second's imports take about as long as torch's):
+# the training stack with the versions it prints, then the rest of what the plugin and the devkits import
+IMPORT_CHECKS = (
+    "import numpy as np, torch, torchvision, mmcv, mmcv.ops, mmdet, mmseg, mmdet3d, nvidia.dali as dali;"
+    "assert np.int is int and np.in1d;"
     "print('torch', torch.__version__, '| torchvision', torchvision.__version__, '| mmcv-full', "
     "mmcv.__version__, '| mmdet', mmdet.__version__, '| mmseg', mmseg.__version__, '| mmdet3d', "
-    "mmdet3d.__version__, '| numpy', np.__version__, '| numba', numba.__version__, "
-    "'| dali', dali.__version__)"
+    "mmdet3d.__version__, '| numpy', np.__version__, '| dali', dali.__version__)",
+    "import numba, nuscenes, lyft_dataset_sdk, einops, fvcore, IPython; print('numba', numba.__version__)",
 )
 
 
@@ -313,7 +315,10 @@ def _build(
 
         started = log.begin("NumPy alias shim and import check", "check")
         _install_compat(python)
-        log.run([python, "-c", IMPORT_CHECK], what="import check")
+        with ThreadPoolExecutor(max_workers=len(IMPORT_CHECKS)) as pool:
+            checks = [pool.submit(log.run, [python, "-c", c], what="import check") for c in IMPORT_CHECKS]
+        for check in checks:
+            check.result()  # raises the first failure
         log.done(started, timing="check")
     except (EnvBuildError, CheckError):
         log.say(f"upstream env build FAILED after {time.monotonic() - total:.0f} s; log: {LOG_FILE}")

@@ -120,3 +120,15 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles(
     env = tmp_path / "env"
     builder.build(env, cuda=False)
     assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env, cuda=False)
+
+
+def test_each_import_check_runs_and_one_that_fails_leaves_no_stamp(
+    tmp_path: Path, wheels: Wheels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import checks run at once; the second one failing fails the build by name, and the env
+    is not current (no stamp)."""
+    env = tmp_path / "env"
+    monkeypatch.setattr(builder, "IMPORT_CHECKS", ("import mmcv", "import mmdet3d, no_such_module"))
+    with pytest.raises(EnvBuildError, match=r"import check failed (?s:.*)no_such_module"):
+        builder.build(env, cuda=False)
+    assert not (env / STAMP).exists() and not is_current(env, cuda=False)
