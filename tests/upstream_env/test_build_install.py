@@ -97,12 +97,13 @@ def test_an_auto_env_built_without_a_gpu_is_rebuilt_with_cuda_ops_where_torch_se
     assert is_current(env), "auto never downgrades an env that has CUDA ops (test_build_cluster.py)"
 
 
-def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles(
+def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles_and_each_import_check_runs(
     tmp_path: Path, wheels: Wheels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The compile leaves a core idle at times: the mmdet3d wheel and every requirement but mmcv-full
     are made beside it, and the env is whole after (a compile that waits for the mmdet3d wheel ends;
-    on the builder that made the wheel after the compile it waited in vain)."""
+    on the builder that made the wheel after the compile it waited in vain). The import checks run at
+    once: the second one failing fails the build by name and leaves no stamp."""
     from tiny_wheels import tiny_mmdet3d
 
     made = threading.Event()
@@ -121,14 +122,7 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles(
     builder.build(env, cuda=False)
     assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env, cuda=False)
 
-
-def test_each_import_check_runs_and_one_that_fails_leaves_no_stamp(
-    tmp_path: Path, wheels: Wheels, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The import checks run at once; the second one failing fails the build by name, and the env
-    is not current (no stamp)."""
-    env = tmp_path / "env"
     monkeypatch.setattr(builder, "IMPORT_CHECKS", ("import mmcv", "import mmdet3d, no_such_module"))
     with pytest.raises(EnvBuildError, match=r"import check failed (?s:.*)no_such_module"):
-        builder.build(env, cuda=False)
+        builder.build(env, cuda=False, force=True)
     assert not (env / STAMP).exists() and not is_current(env, cuda=False)
