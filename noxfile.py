@@ -369,7 +369,7 @@ def tests_gpu(session: nox.Session) -> None:
 
 @nox.session
 def proofs(session: nox.Session) -> None:
-    """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 3
+    """The wider part of the stack proofs that `nox` runs focused (the `proof` marker): scene shards at 2
     and 4 ranks, on upstream's DataLoader and with `--validate`; the sharded 2-process resume."""
     refuse_args(session, "-m", why="it runs the proof marker")
     codes = [0, 5] if session.posargs else [0]  # a path selection may hold no proof

@@ -22,13 +22,12 @@ are made once per module.
   which the patched ``custom_multi_gpu_test`` calls through ``gather_results``) on gloo with 1 and 4
   ranks, rank 0 empty, and a lost frame named.
 
-``nox`` (CI) runs the focused part: the DALI test loader, scene shards at K = 2 (15 frames, 5 scenes:
-no multiple of 2; a rank start fewer than K = 3), without ``--validate``; ``nox -s evaluate`` on K
-ranks against one process is test_workflow_stack.py's (3 ranks, two of them empty, on the checkpoint
-it trains); upstream's chunks, which show why scene shards exist (a fact of upstream's loader; the
-DALI loader's chunks at 1-3 ranks are the hermetic tier's, tests/loader/test_loader_test_split.py),
-run in the proofs; the rest is marked ``proof`` and runs in ``nox -s proofs``: K = 3 and 4, the
-2-scene ``nox -s evaluate`` and every test
+``nox`` (CI) runs the focused part: the DALI test loader, scene shards at K = 3 (15 frames, 5 scenes: no
+multiple of 3), without ``--validate``; ``nox -s evaluate`` on K ranks against one process is
+test_workflow_stack.py's (3 ranks, two of them empty, on the checkpoint it trains); upstream's chunks,
+which show why scene shards exist (a fact of upstream's loader; the DALI loader's chunks at 1-3 ranks
+are the hermetic tier's, tests/loader/test_loader_test_split.py), run in the proofs; the rest is marked
+``proof`` and runs in ``nox -s proofs``: K = 2, 3, 4, the 2-scene ``nox -s evaluate`` and every test
 on both loaders (docs/tests.md gives both times).
 """
 
@@ -153,7 +152,7 @@ def differing(ours: dict, theirs: dict, order: list[dict]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(("ranks", "loader"), cases({(2, "dali")}, (2, 3, 4), LOADERS))
+@pytest.mark.parametrize(("ranks", "loader"), cases({(3, "dali")}, (2, 3, 4), LOADERS))
 def test_scene_shards_give_every_frame_the_prediction_of_one_process(
     predictions, shard_data: Path, loader: str, ranks: int
 ) -> None:
