@@ -421,3 +421,34 @@ def test_the_probe_names_the_folder_torch_is_imported_from_not_where_its_links_p
     assert (
         node["tag"] == f"cp{sys.version_info[0]}{sys.version_info[1]}" and node["torch"] == torch.__version__
     )
+
+
+def test_without_a_gpu_device_file_the_probe_reads_torch_s_version_and_imports_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No NVIDIA device file: the probe answers as the import of torch does, without importing it (a
+    torch whose import fails still reads); with one, torch is imported."""
+    import sys
+
+    from gpukit import CheckError
+    from gpukit import node as gpukit_node
+
+    monkeypatch.setattr(gpukit_node, "GPU_DEVICE_FILES", (str(tmp_path / "none"),))
+    light = probe(Path(sys.executable))
+    (tmp_path / "nvidiactl").touch()
+    monkeypatch.setattr(gpukit_node, "GPU_DEVICE_FILES", (str(tmp_path / "nvidiactl"),))
+    assert probe(Path(sys.executable)) == light  # imported: this host has no GPU either
+    broken = tmp_path / "site" / "torch"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('a torch that does not import')\n")
+    (broken / "version.py").write_text("__version__ = '9.9.9+cu999'\ncuda = '99.9'\n")
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+    with pytest.raises(CheckError, match="does not import"):
+        probe(Path(sys.executable))  # a device file: torch imported
+    monkeypatch.setattr(gpukit_node, "GPU_DEVICE_FILES", (str(tmp_path / "none"),))
+    assert probe(Path(sys.executable)) == {
+        **light,
+        "torch": "9.9.9+cu999",
+        "torch_cuda": "99.9",
+        "torch_site": str(broken.parent),
+    }
