@@ -1,4 +1,4 @@
-"""The training runner's checks and command line (hermetic, stdlib only): a non-finite loss or a
+"""The training runner's checks and command line (hermetic): a non-finite loss or a
 missing iteration fails the run, the summary leaves out the warm-up, the config is pointed at the
 data root. The stack tier runs them for real (tests/upstream/test_train_stack.py)."""
 
@@ -53,3 +53,22 @@ def test_train_command_points_the_config_at_the_data_root(tmp_path: Path) -> Non
     assert "runner.max_iters=3" in cmd and "checkpoint_config.interval=3" in cmd
     assert f"data.train.ann_file={tmp_path.resolve()}/nuscenes2d_temporal_infos_train.pkl" in cmd
     assert "--no-validate" in cmd
+
+
+def test_the_checkpoint_check_loads_as_mmcv_does_and_wants_classes(tmp_path: Path) -> None:
+    """torch.load with torch's defaults (weights_only): CLASSES in the meta passes, none fails, and a
+    pickle that would call a function outside torch's allowlist is refused."""
+    import os
+
+    torch = pytest.importorskip("torch")
+    from upstream_run.check_run import check_checkpoint
+
+    good, bare, unsafe = (tmp_path / f"{name}.pth" for name in ("good", "bare", "unsafe"))
+    torch.save({"meta": {"CLASSES": ("car", "truck")}, "state_dict": {"w": torch.ones(2)}}, good)
+    torch.save({"meta": {}, "state_dict": {"w": torch.ones(2)}}, bare)
+    torch.save({"meta": {"CLASSES": ("car",), "hook": os.getcwd}, "state_dict": {}}, unsafe)
+    assert check_checkpoint(good) == "good.pth: 1 tensors, CLASSES = car, truck"
+    with pytest.raises(SystemExit, match="no meta"):
+        check_checkpoint(bare)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        check_checkpoint(unsafe)
