@@ -143,9 +143,13 @@ def upstream_env_claim(session: nox.Session, *build_args: str, apply: bool = Tru
     session.error("other builds changed the OpenMMLab env three times between this build and its claim")
 
 
+def data_root_given(args: Sequence[str]) -> bool:
+    return any(a == "--data-root" or a.startswith("--data-root=") for a in args)
+
+
 def with_data_root(session: nox.Session, python: str, args: Sequence[str]) -> list[str]:
     """`args`, plus `--data-root <embedded synthetic data set>` when the user gave none (made once)."""
-    if any(a == "--data-root" or a.startswith("--data-root=") for a in args):
+    if data_root_given(args):
         return list(args)
     code = "from synthdata import ensure_dataset; print(ensure_dataset())"
     out = session.run(python, "-c", code, external=True, silent=True, env={"PYTHONPATH": PYTHONPATH})
@@ -170,7 +174,9 @@ def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env:
     """Apply, build the OpenMMLab env, then `python -m module fixed.. <session arguments>` with
     `--data-root` defaulting to the synthetic data set. `in_env`: the module runs in the OpenMMLab
     env (it imports mmcv); otherwise nox's python runs it and it starts the env's python itself."""
-    with upstream_env_claim(session) as python:
+    # without a --data-root, a build makes the synthetic data set while mmcv compiles (a core idles)
+    beside = [] if data_root_given(session.posargs) else ["--beside", "synthdata"]
+    with upstream_env_claim(session, *beside) as python:
         args = with_data_root(session, python, session.posargs)
         run_tool(session, python if in_env else BASE_PYTHON, module, *fixed, *args)
 

@@ -32,6 +32,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="delete the env first, once the jobs running from it end (cached wheels are kept)",
     )
+    b.add_argument(
+        "--beside",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module the session runs in the env anyway (synthdata): a build runs `python -m MODULE` "
+        "once the requirements are in, while mmcv compiles and the build goes on; a failure is logged",
+    )
     m = sub.add_parser(
         "mmcv-wheel",
         help="only the cached mmcv-full wheel `build` with these choices installs (made or reused), "
@@ -52,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "mmcv-wheel":
             print(build(args.env, mmcv_only=True, **chosen))
         else:
-            build(args.env, force=args.force, clean=args.clean, **chosen)
+            build(args.env, force=args.force, clean=args.clean, beside=args.beside, **chosen)
     except (EnvBuildError, CheckError) as exc:  # CheckError: gpukit's probe of a torch
         print(f"upstream_env: {exc}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +51,9 @@ BUILDER_MODULES = (
 # nuscenes-devkit 1.2.0 caps numpy<2 (it runs on numpy 2: docs/upstream-env.md#numpy-2).
 # mmdet3d is installed from the wheel file built from the pin, never from an index.
 NO_DEPS = ("lyft_dataset_sdk", "nuscenes-devkit")
+# what the modules a session runs beside a build may import (`--beside`: synthdata), installed
+# before torch so that they run beside its install, which leaves a core idle
+BESIDE_NEEDS = ("numpy", "pillow")
 COMPAT_MODULE = Path(__file__).with_name("_streampetr_numpy_compat.py")
 # the import check, in two processes at once (the second's imports take about as long as torch's):
 # the training stack with the versions it prints, then the rest of what the plugin and the devkits import
@@ -91,7 +95,7 @@ def resolve_ops(python: Path, requested: bool | None, stamp: dict | None = None)
     """Whether the env gets mmcv's CUDA ops, and why: the flag given; else (auto) the CUDA ops of an env
     `stamp` says auto gave them (never downgraded: they serve a host without a GPU too, and a node that
     shares the env keeps them); else whether the env's torch sees a GPU now (asked through gpukit's
-    `probe`: a torch that does not import raises its `CheckError`)."""
+    `probe`: on a host with a GPU device file a torch that does not import raises its `CheckError`)."""
     if requested is not None:
         return requested, "--cuda" if requested else "--no-cuda"
     if stamp and stamp.get("cuda") is None and stamp.get("cuda_ops") is True:
@@ -202,6 +206,7 @@ def build(
     force: bool = False,
     clean: bool = False,
     mmcv_only: bool = False,
+    beside: Sequence[str] = (),
     **flags: object,
 ) -> Path:
     """Make `env` match the requirement files; a no-op when its stamp is current. `flags`: the
@@ -210,7 +215,10 @@ def build(
     the jobs that run from it (`claims.py`), `force` and `clean` too.
     `mmcv_only`: only the venv, its build prerequisites and the cached mmcv-full wheel of these
     choices (`python -m upstream_env mmcv-wheel`: a node compiles it while the rest of its kit
-    travels); the build with the same choices then reuses that wheel. Returns the wheel's folder."""
+    travels); the build with the same choices then reuses that wheel. Returns the wheel's folder.
+    `beside`: modules a session runs in the env anyway (`python -m synthdata`: the data set), run by a
+    build beside its steps from torch's install on (numpy and Pillow installed first: what they may
+    import); one that fails is logged (the session runs it again and meets its error)."""
     python = env_python(env)
     stamp = read_stamp(env)
     choices = resolve(stamp, **flags)
@@ -231,7 +239,7 @@ def build(
         wait_for_claims(env, f"{what} of the upstream env")  # never changed under a running job
         if clean and env.exists():
             shutil.rmtree(env)
-        return _build(env, python, choices, stamp=stamp, mmcv_only=mmcv_only)
+        return _build(env, python, choices, stamp=stamp, mmcv_only=mmcv_only, beside=beside)
 
 
 def _ops_name(choices: Choices, stamp: dict) -> str:
@@ -255,8 +263,24 @@ def _beside_the_compile(python: Path, log: BuildLog, constraints: Path, requirem
     return mmdet3d_dir
 
 
+def _run_modules(python: Path, log: BuildLog, modules: Sequence[str]) -> None:
+    """``python -m`` each of ``modules``; one that fails is logged and the build goes on: the session
+    runs it again and meets its error."""
+    for module in modules:
+        try:
+            log.run([python, "-m", module], what=f"python -m {module}")
+        except EnvBuildError as exc:
+            log.say(f"      python -m {module} failed beside the build; the session runs it again: {exc}")
+
+
 def _build(
-    env: Path, python: Path, choices: Choices, *, stamp: dict | None = None, mmcv_only: bool = False
+    env: Path,
+    python: Path,
+    choices: Choices,
+    *,
+    stamp: dict | None = None,
+    mmcv_only: bool = False,
+    beside: Sequence[str] = (),
 ) -> Path:
     """The build steps; `stamp`: the env's before this build (auto keeps the CUDA ops it records)."""
     log = BuildLog(LOG_FILE, total_steps=3 if mmcv_only else 5)
@@ -266,6 +290,10 @@ def _build(
     constraints, requirements = CONSTRAINTS, REQUIREMENTS
     if not mmcv_only:
         (env / STAMP).unlink(missing_ok=True)  # an env is what its stamp says: none while it changes
+    # torch's install and the compile leave a core idle at times: the session's modules run from
+    # before the first to the end of the build, and what needs no mmcv-full beside the compile
+    pool = ThreadPoolExecutor(max_workers=2)
+    modules = None
     try:
         # new, or made by another Python than the one it is built with now ($STREAMPETR_PYTHON)
         fresh = not python.exists() or (not choices.torch_from and venv_minor(env) != _base_minor())
@@ -281,23 +309,25 @@ def _build(
             node = probe(Path(choices.torch_from), link_into=_purelib(python))
             constraints, requirements = node_torch.prepare(env, python, node, log)
             prereqs = tuple(p for p in BUILD_PREREQS if p not in node_torch.NODE_TORCH)
+        if beside and not mmcv_only:
+            log.run(install_command(python, "-c", constraints, *BESIDE_NEEDS), what="install (numpy, Pillow)")
+            modules = pool.submit(_run_modules, python, log, beside)
+            log.say(f"      beside the build from here: {', '.join(f'python -m {m}' for m in beside)}")
         log.run(install_command(python, "-c", constraints, *prereqs), what="install (torch)")
         log.done(started, timing="torch" if fresh else None)
 
-        beside = "" if mmcv_only else "; beside it the mmdet3d wheel, the requirements but mmcv-full"
-        started = log.begin(f"mmcv-full wheel with compiled ops (cached){beside}")
+        also = "" if mmcv_only else "; beside it the mmdet3d wheel, the requirements but mmcv-full"
+        started = log.begin(f"mmcv-full wheel with compiled ops (cached){also}")
         same_torch = stamp is not None and stamp.get("torch_from") == choices.torch_from
         cuda_ops, why = resolve_ops(python, choices.cuda, stamp if same_torch else None)
         log.say(f"      mmcv ops: {'CUDA' if cuda_ops else 'CPU'} ({why})")
-        with ThreadPoolExecutor(max_workers=1) as pool:  # the compile leaves a core idle at times
-            args = (python, log, constraints, requirements)
-            rest = None if mmcv_only else pool.submit(_beside_the_compile, *args)
-            mmcv_dir = ensure_mmcv_wheel(
-                python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
-            )
-            mmdet3d_dir = rest.result() if rest else None
+        rest = None if mmcv_only else pool.submit(_beside_the_compile, python, log, constraints, requirements)
+        mmcv_dir = ensure_mmcv_wheel(
+            python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
+        )
+        mmdet3d_dir = rest.result() if rest else None
         log.done(started)
-        if mmdet3d_dir is None:  # mmcv_only
+        if mmcv_only or mmdet3d_dir is None:
             log.say(f"mmcv-full wheel ready in {time.monotonic() - total:.0f} s: {mmcv_dir}")
             return mmcv_dir
 
@@ -320,10 +350,14 @@ def _build(
         for check in checks:
             check.result()  # raises the first failure
         log.done(started, timing="check")
+        if modules is not None and not modules.done():
+            log.say(f"      waiting for {', '.join(f'python -m {m}' for m in beside)}")
+            modules.result()
     except (EnvBuildError, CheckError):
         log.say(f"upstream env build FAILED after {time.monotonic() - total:.0f} s; log: {LOG_FILE}")
         raise
     finally:
+        pool.shutdown()
         log.close()
     _write_stamp(env, choices, cuda_ops, why, ext)
     print(f"upstream env ready in {time.monotonic() - total:.0f} s: {python}", file=sys.stderr)

@@ -43,6 +43,7 @@ def record_builds(monkeypatch: pytest.MonkeyPatch, mmcv_runs: list | None = None
         *,
         stamp: dict | None = None,
         mmcv_only: bool = False,
+        beside: object = (),
     ) -> Path:
         if mmcv_only:
             assert mmcv_runs is not None, "an mmcv-wheel run nobody expected"

@@ -27,6 +27,7 @@ def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201  (t
     monkeypatch.setattr(builder, "CONSTRAINTS", constraints)
     monkeypatch.setattr(builder, "LOG_FILE", tmp_path / "build.log")
     monkeypatch.setattr(builder, "BUILD_PREREQS", ("pip",))  # already in the venv: no download
+    monkeypatch.setattr(builder, "BESIDE_NEEDS", ("pip",))
     monkeypatch.setattr(builder, "NO_DEPS", ())
     monkeypatch.setattr(builder, "IMPORT_CHECKS", ("import mmcv", "import mmdet3d"))
     monkeypatch.setattr(builder, "probe", wheels.info)

@@ -101,12 +101,18 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles_and_each_import_check_run
     tmp_path: Path, wheels: Wheels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The compile leaves a core idle at times: the mmdet3d wheel and every requirement but mmcv-full
-    are made beside it, and the env is whole after (a compile that waits for the mmdet3d wheel ends;
-    on the builder that made the wheel after the compile it waited in vain). The import checks run at
-    once: the second one failing fails the build by name and leaves no stamp."""
+    are made beside it, the session's `beside` modules run from torch's install on (in the env's
+    python; one that fails is logged and skipped), and the env is whole after (a compile that waits
+    for the mmdet3d wheel and the module ends; on a builder that made them after the compile it
+    waited in vain). The import checks run at once: the second one failing fails the build by name
+    and leaves no stamp."""
     from tiny_wheels import tiny_mmdet3d
 
     made = threading.Event()
+    modules, ran = tmp_path / "modules", tmp_path / "ran_beside"
+    modules.mkdir()
+    (modules / "beside_probe.py").write_text(f"import sys\nopen({str(ran)!r}, 'w').write(sys.executable)\n")
+    monkeypatch.setenv("PYTHONPATH", str(modules))
 
     def mmdet3d(python: Path, log: object) -> Path:
         made.set()
@@ -114,13 +120,18 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles_and_each_import_check_run
 
     def compile_beside(*args: object) -> Path:
         assert made.wait(30), "the mmdet3d wheel was not made while mmcv-full compiled"
-        return wheels.ensure(*args)
+        for _ in range(300):  # the module runs after the requirements' install
+            if ran.exists():
+                return wheels.ensure(*args)
+            threading.Event().wait(0.1)
+        raise AssertionError("the beside module did not run while mmcv-full compiled")
 
     monkeypatch.setattr(builder, "ensure_mmdet3d_wheel", mmdet3d)
     monkeypatch.setattr(builder, "ensure_mmcv_wheel", compile_beside)
     env = tmp_path / "env"
-    builder.build(env, cuda=False)
+    builder.build(env, cuda=False, beside=("no_such_module", "beside_probe"))
     assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env, cuda=False)
+    assert Path(ran.read_text()).parent == env / "bin", "the module ran in another python than the env's"
 
     monkeypatch.setattr(builder, "IMPORT_CHECKS", ("import mmcv", "import mmdet3d, no_such_module"))
     with pytest.raises(EnvBuildError, match=r"import check failed (?s:.*)no_such_module"):
