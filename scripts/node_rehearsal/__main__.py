@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from upstream_env import kept_units, read_pins, system_toolkit
+from upstream_env import read_pins, system_toolkit
 
 from .rehearsal import (
     NODE,
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         steps = summary["steps"]
         work = home / "sk" / "work"
         kit_numpy = read_pins(next((work / "wheelhouse" / "locks").glob("gpu-stack-cp*.txt")))["numpy"]
-        facts = check_the_build(work, standin, kit_numpy, env)
-        plan = budget(steps, sequence, len(kept_units(cuda=True)))
+        facts, units = check_the_build(work, standin, kit_numpy, env)
+        plan = budget(steps, sequence, units)
     except RehearsalError as exc:
         print(f"node_rehearsal FAILED after {time.monotonic() - t0:.0f} s: {exc}", file=sys.stderr)
         print(f"node_rehearsal: the kit and the node's folder are kept for a look: {made}, {node}")

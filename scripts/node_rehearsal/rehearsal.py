@@ -170,10 +170,13 @@ def run_calls(sequence: list[Call], made: Path, node: Path, env: dict[str, str],
     return rows
 
 
-def check_the_build(work: Path, standin: Path, kit_numpy: str, node_env: dict[str, str]) -> list[str]:
+def check_the_build(
+    work: Path, standin: Path, kit_numpy: str, node_env: dict[str, str]
+) -> tuple[list[str], int]:
     """What the rehearsal can show of the build the node will make: ``upstream_env.cuda_check`` in the
     env (a cubin for the node's arch alone, compiled for its CUDA release, the CUDA op set, a left-out
-    op refused), that env on the stand-in's torch, and the kit's numpy over the node's. A line a fact."""
+    op refused), that env on the stand-in's torch, and the kit's numpy over the node's. A line a fact,
+    and the count of units the compile had."""
     src = work / "src"
     python = env_python(root=src)
     env = {**node_env, "PYTHONPATH": str(src / "scripts"), "STREAMPETR_DALI_CACHE": str(work / "cache")}
@@ -196,10 +199,11 @@ def check_the_build(work: Path, standin: Path, kit_numpy: str, node_env: dict[st
     if problems:
         raise RehearsalError("the env: " + "; ".join(problems))
     return [
-        f"mmcv-full: CUDA {ops['compiling_cuda']} ops, cubins {', '.join(ops['cubins'])} (cuobjdump), "
+        f"mmcv-full: CUDA {ops['compiling_cuda']} ops ({ops['units']} units), "
+        f"cubins {', '.join(ops['cubins'])} (cuobjdump), "
         f"the CUDA set {', '.join(ops['op_set'])}; a left-out op refused ({ops.get('left_out_op')})",
         f"torch {facts['torch']} of the stand-in; numpy {facts['numpy']} (the kit's) over the node's",
-    ]
+    ], ops["units"]
 
 
 def budget(steps: dict, sequence: list[Call], units: int) -> dict:

@@ -13,11 +13,10 @@ from .claims import claim_env
 from .cuda_toolkit import system_toolkit
 from .errors import EnvBuildError
 from .node_torch import NodeTorch, normalise, read_pins
-from .op_set import kept_units
 from .paths import env_python
 from .source_built import SourceBuilt
 
 __all__ = [
     "NO_DEPS", "EnvBuildError", "NodeTorch", "SourceBuilt", "claim_env", "env_python",
-    "kept_units", "normalise", "read_pins", "system_toolkit",
+    "normalise", "read_pins", "system_toolkit",
 ]  # fmt: skip

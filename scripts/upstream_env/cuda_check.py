@@ -88,6 +88,7 @@ def check() -> dict:
             raise EnvBuildError("nms ran in a reduced build: it should raise OpNotCompiledError")
         except ext.OpNotCompiledError as exc:
             summary["left_out_op"] = str(exc).split(":")[0]
+        summary["units"] = len(op_set.kept_units(cuda=True))  # the compile's units, for a node's plan
     summary["op_set"] = list(getattr(ext, "COMPILED_OPS", ["all"]))
     summary["gpu"] = _gpu_ops() if torch.cuda.is_available() else "no GPU visible: the ops ran nowhere"
     return summary
