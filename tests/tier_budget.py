@@ -116,7 +116,7 @@ def record(path: Path, run: str, entry: dict) -> None:
     """Put ``entry`` under ``run`` in the timings file at ``path`` (the other runs kept; an unreadable
     file starts afresh), written whole, under the tooling's lock beside it: ``nox -s tests`` runs the
     other Pythons' sets beside the stack tier, and two runs ending together must not drop one."""
-    from overlaytool.atomic_write import replace_file
+    from overlaytool import replace_file
     from overlaytool.lock import hold
 
     with hold(path.with_name(f"{path.name}.lock"), "a test run's timings", "timings"):

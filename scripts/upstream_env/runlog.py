@@ -106,11 +106,13 @@ class BuildLog:
         started = time.monotonic()
         progress: list[tuple[int, int, float]] = []  # the latest ninja [done/total] and when
 
+        name = what or Path(str(cmd[0])).name  # a beat names its command: one beside the step beats too
+
         def heartbeat() -> None:  # on a timer: a compile prints nothing for minutes
             while not stop.wait(HEARTBEAT_S):
                 elapsed = time.monotonic() - started
                 print(
-                    f"      ... {elapsed:.0f} s{compile_progress(progress, elapsed)}",
+                    f"      ... {name}: {elapsed:.0f} s{compile_progress(progress, elapsed)}",
                     file=sys.stderr,
                     flush=True,
                 )

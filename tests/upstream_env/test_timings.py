@@ -68,10 +68,12 @@ def test_the_heartbeat_runs_while_a_command_prints_nothing(
 
     monkeypatch.setattr(runlog, "HEARTBEAT_S", 0.1)
     log = runlog.BuildLog(tmp_path / "build.log", total_steps=1)
-    log.run([sys.executable, "-c", "import time; time.sleep(0.6); print('[1/3] c++ a.cpp', flush=True)"])
+    code = "import time; time.sleep(0.6); print('[1/3] c++ a.cpp', flush=True)"
+    log.run([sys.executable, "-c", code], what="compile")
     log.close()
     beats = [line for line in capsys.readouterr().err.splitlines() if line.strip().startswith("...")]
     assert len(beats) >= 3, "a silent compile still shows it is alive"
+    assert all(beat.strip().startswith("... compile: ") for beat in beats), "a beat names its command"
 
 
 def test_the_compile_countdown_uses_the_rate_so_far() -> None:
