@@ -76,6 +76,10 @@ EXCEPTION_SETUP = """  streampetr_op_not_compiled = PyErr_NewExceptionWithDoc(
   m.attr("COMPILED_OPS") = py::make_tuple(%NAMES%);
 """
 DEF_NAME = re.compile(r'm\.def\(\s*"(\w+)"')
+# pybind.cpp's head when the kept ops' declarations use no torch type (the CPU set: the version
+# strings): pybind11 alone, not torch/extension.h, whose parsing was 20 of the unit's 21 CPU-s
+PYBIND11_ONLY = "#include <pybind11/pybind11.h>\n\n#include <string>\n\nnamespace py = pybind11;\n\n"
+TORCH_TYPE = re.compile(r"\b(Tensor|at|torch|c10)\b")
 # What the stub's message says the build holds (the CPU text is the one CPU wheels were keyed by).
 WHAT = {False: "CPU StreamPETR stack calls", True: "StreamPETR configs reach on CUDA"}
 DISPATCH_KEY = re.compile(r"DISPATCH_DEVICE_IMPL\(\s*(\w+)")
@@ -113,6 +117,7 @@ def _helper(cuda: bool) -> str:
 def label(cuda: bool = False) -> str:
     """A short key of the kept set, for the wheel cache folder: another set is another wheel."""
     text = repr(sorted((op, names, srcs) for op, (names, srcs) in kept(cuda).items())) + _helper(cuda)
+    text += "" if cuda else PYBIND11_ONLY  # the CPU set's pybind.cpp has pybind11's head (_head)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -181,8 +186,21 @@ def rewrite_pybind(
                 f'streampetr_not_compiled("{name}"); }}, "not compiled (reduced op set)");\n'
             )
     helper = _helper(cuda).replace("%HINT%", FULL_OPS_HINT)
-    new = text[:start] + helper + MODULE_START + "\n" + "".join(lines) + "}\n"
+    new = _head(text[:start], keep) + helper + MODULE_START + "\n" + "".join(lines) + "}\n"
     return new, tuple(stubbed)
+
+
+def _head(head: str, keep: tuple[str, ...]) -> str:
+    """What stands before the module: as it is, or, where the kept names' declarations use no torch
+    type, pybind11's header and those declarations alone (the stubs need nothing else)."""
+    codes = [
+        "".join(ln for ln in _code(item).splitlines(True) if not ln.lstrip().startswith("#"))
+        for item in _items(head)
+    ]
+    kept = [code.strip() for code in codes if "(" in code and _declared_name(code) in keep]
+    if any(TORCH_TYPE.search(code) for code in kept):
+        return head
+    return PYBIND11_ONLY + "".join(f"{code}\n" for code in kept) + "\n"
 
 
 def _items(text: str) -> list[str]:

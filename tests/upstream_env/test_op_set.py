@@ -73,6 +73,11 @@ def test_every_name_stays_registered_kept_ones_verbatim(sdist_tree: Path) -> Non
             in new
         )
     assert op_set.FULL_OPS_HINT in new and "PyExc_NotImplementedError" in new
+    # the CPU set's kept names are version strings: pybind11's head, not torch's (5.6 s against 21)
+    assert new.startswith(op_set.PYBIND11_ONLY) and "torch/extension.h" not in new
+    assert "std::string get_compiler_version();" in new and "Tensor" not in new
+    cuda, _ = op_set.rewrite_pybind(original, op_set.kept_names(cuda=True), cuda=True)
+    assert cuda.startswith(original[: original.index(op_set.MODULE_START)]), "a set of tensor ops keeps all"
 
 
 def test_reduce_sources_keeps_only_the_kept_units(sdist_tree: Path, tmp_path: Path) -> None:
@@ -112,7 +117,7 @@ def test_reduce_sources_names_a_missing_kept_source(tmp_path: Path) -> None:
 def test_a_reduced_wheel_has_its_own_cache_key_and_never_a_cuda_one() -> None:
     full, reduced = flavour(INFO, cuda_ops=False), flavour(INFO, cuda_ops=False, reduced=True)
     assert full == "cp311-torch2.14.1+cu130-cpuops-c++20-r2", "the full CPU key is unchanged"
-    assert reduced == "cp311-torch2.14.1+cu130-cpuops-reduced-dd98c24a-c++20-r2", "CPU wheels keep their key"
+    assert reduced == "cp311-torch2.14.1+cu130-cpuops-reduced-7d11cf51-c++20-r2", "pybind11's head: a new key"
     cuda_reduced = flavour(INFO, cuda_ops=True, reduced=True)
     assert (
         cuda_reduced
