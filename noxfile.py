@@ -174,7 +174,7 @@ def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env:
     """Apply, build the OpenMMLab env, then `python -m module fixed.. <session arguments>` with
     `--data-root` defaulting to the synthetic data set. `in_env`: the module runs in the OpenMMLab
     env (it imports mmcv); otherwise nox's python runs it and it starts the env's python itself."""
-    # without a --data-root, a build makes the synthetic data set while mmcv compiles (a core idles)
+    # without a --data-root, a build makes the synthetic data set from torch's install on (a core idles)
     beside = [] if data_root_given(session.posargs) else ["--beside", "synthdata"]
     with upstream_env_claim(session, *beside) as python:
         args = with_data_root(session, python, session.posargs)

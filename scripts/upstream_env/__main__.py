@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="MODULE",
-        help="a module the session runs in the env anyway (synthdata): a build runs `python -m MODULE` "
-        "once the requirements are in, while mmcv compiles and the build goes on; a failure is logged",
+        help="a module the session runs in the env anyway (synthdata): a build installs numpy and Pillow, "
+        "then runs `python -m MODULE` beside its steps from torch's install on; a failure is logged",
     )
     m = sub.add_parser(
         "mmcv-wheel",
