@@ -94,40 +94,24 @@ NUS_CATEGORIES = (
 )
 
 # Nominal box sizes (w, l, h) in metres and an RGB colour per category used for rendering.
-SIZES = {
-    "vehicle.car": (1.95, 4.6, 1.7),
-    "vehicle.truck": (2.5, 7.0, 3.0),
-    "vehicle.bus.rigid": (2.9, 11.0, 3.4),
-    "vehicle.trailer": (2.9, 12.0, 3.8),
-    "vehicle.construction": (2.8, 6.5, 3.2),
-    "vehicle.bicycle": (0.6, 1.7, 1.3),
-    "vehicle.motorcycle": (0.8, 2.1, 1.5),
-    "human.pedestrian.adult": (0.67, 0.72, 1.77),
-    "human.pedestrian.child": (0.5, 0.5, 1.3),
-    "movable_object.trafficcone": (0.41, 0.41, 1.0),
-    "movable_object.barrier": (2.5, 0.5, 1.0),
-    "animal": (0.4, 0.8, 0.6),
-    "movable_object.debris": (0.8, 0.8, 0.4),
-    "static_object.bicycle_rack": (6.0, 1.5, 1.1),
-    "vehicle.emergency.police": (2.0, 5.0, 1.8),
-    "movable_object.pushable_pullable": (0.6, 0.7, 1.0),
-}
-
-COLOURS = {
-    "vehicle.car": (170, 40, 40),
-    "vehicle.truck": (40, 90, 170),
-    "vehicle.bus.rigid": (220, 170, 30),
-    "vehicle.trailer": (120, 120, 135),
-    "vehicle.construction": (235, 140, 20),
-    "vehicle.bicycle": (30, 160, 60),
-    "vehicle.motorcycle": (140, 40, 160),
-    "human.pedestrian.adult": (230, 90, 150),
-    "human.pedestrian.child": (250, 130, 190),
-    "movable_object.trafficcone": (250, 110, 0),
-    "movable_object.barrier": (225, 225, 215),
-    "animal": (120, 80, 40),
-    "movable_object.debris": (90, 70, 60),
-    "static_object.bicycle_rack": (160, 160, 170),
-    "vehicle.emergency.police": (30, 30, 60),
-    "movable_object.pushable_pullable": (60, 140, 140),
-}
+_LOOKS = """
+vehicle.car                       1.95 4.6  1.7   170  40  40
+vehicle.truck                     2.5  7.0  3.0    40  90 170
+vehicle.bus.rigid                 2.9  11.0 3.4   220 170  30
+vehicle.trailer                   2.9  12.0 3.8   120 120 135
+vehicle.construction              2.8  6.5  3.2   235 140  20
+vehicle.bicycle                   0.6  1.7  1.3    30 160  60
+vehicle.motorcycle                0.8  2.1  1.5   140  40 160
+human.pedestrian.adult            0.67 0.72 1.77  230  90 150
+human.pedestrian.child            0.5  0.5  1.3   250 130 190
+movable_object.trafficcone        0.41 0.41 1.0   250 110   0
+movable_object.barrier            2.5  0.5  1.0   225 225 215
+animal                            0.4  0.8  0.6   120  80  40
+movable_object.debris             0.8  0.8  0.4    90  70  60
+static_object.bicycle_rack        6.0  1.5  1.1   160 160 170
+vehicle.emergency.police          2.0  5.0  1.8    30  30  60
+movable_object.pushable_pullable  0.6  0.7  1.0    60 140 140
+"""
+_ROWS = [line.split() for line in _LOOKS.strip().splitlines()]
+SIZES = {row[0]: tuple(map(float, row[1:4])) for row in _ROWS}
+COLOURS = {row[0]: tuple(map(int, row[4:])) for row in _ROWS}
