@@ -53,8 +53,7 @@ def test_the_scripts_start_every_task_with_srun_and_launcher_slurm(path: str) ->
 
 
 def test_the_smoke_runs_slurm_test_sh_s_line_without_gres(tmp_path: Path) -> None:
-    from upstream_run.slurm_smoke.cli import parse_args
-    from upstream_run.slurm_smoke.command_lines import test_line
+    from upstream_run.slurm_smoke import parse_args, test_line
 
     args = parse_args(["--data-root", str(tmp_path)])
     cmd = test_line(args, tmp_path / "iter_3.pth", tmp_path / "eval")

@@ -1,4 +1,4 @@
-"""Stack tier: the SLURM smoke run (`nox -s slurm_smoke`, scripts/upstream_run/slurm_smoke/) on a
+"""Stack tier: the SLURM smoke run (`nox -s slurm_smoke`, scripts/upstream_run/slurm_smoke.py) on a
 real SLURM, its quick form: 2 srun tasks train 3 iterations with the DALI loader through
 `--launcher slurm`, sharded; warned by SIGUSR1 after the first, the job checkpoints, requeues
 itself and finishes on the exact stream; then tools/test.py evaluates under srun. Skips with one

@@ -115,7 +115,7 @@ def test_export_updates_the_process_environment(
 
 
 def test_the_smoke_job_does_not_inherit_a_surrounding_rendezvous() -> None:
-    from upstream_run.slurm_smoke.which_slurm import without_rendezvous
+    from upstream_run.slurm_smoke import without_rendezvous
 
     inherited = {"MASTER_ADDR": "gpu01", "MASTER_PORT": "1", "RANK": "11", "WORLD_SIZE": "16"}
     env = without_rendezvous({**inherited, "PATH": "/bin", "SLURM_CONF": "slurm.conf"})
