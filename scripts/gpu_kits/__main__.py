@@ -15,9 +15,7 @@ from pathlib import Path
 
 from wheelhouse import Wheelhouse, WheelhouseError
 
-from .kit_folder import MiB, build_kit, kit_size
-from .kit_sources import ROOT
-from .kit_wheels import collect_kit
+from .kit_folder import ROOT, MiB, build_kit, collect_kit, kit_size
 from .stack_kit import build_stack_kit, describe, git_ignored
 
 

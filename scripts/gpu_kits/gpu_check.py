@@ -17,7 +17,7 @@ from gpukit import CheckError, probe
 from upstream_env import env_python
 
 from .__main__ import main as kits_main
-from .kit_sources import ROOT
+from .kit_folder import ROOT
 
 
 def gpu_torch() -> tuple[str, str] | None:

@@ -22,10 +22,17 @@ from gpukit import FORMAT, MANIFEST
 from upstream_env import EnvBuildError, NodeTorch, SourceBuilt, normalise
 from wheelhouse import Wheelhouse, WheelhouseError
 
-from .kit_applied import APPLIED_ARCHIVE, APPLIED_FACTS, applied_tree
-from .kit_folder import MiB, install_runner, split
-from .kit_sources import ROOT, source_archive
-from .kit_wheels import python_tag
+from .kit_folder import (
+    APPLIED_ARCHIVE,
+    APPLIED_FACTS,
+    ROOT,
+    MiB,
+    applied_tree,
+    install_runner,
+    python_tag,
+    source_archive,
+    split,
+)
 from .stack_wheels import collect_stack, early_names
 
 KIT, PARTS = "gpu-stack-kit", "gpu-stack-parts"

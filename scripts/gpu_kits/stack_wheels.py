@@ -20,8 +20,7 @@ from pathlib import Path
 from upstream_env import NO_DEPS, NodeTorch, normalise, read_pins
 from wheelhouse import Wheelhouse, WheelhouseError
 
-from .kit_sources import ROOT
-from .kit_wheels import python_tag, target
+from .kit_folder import ROOT, python_tag, target
 
 CONSTRAINTS = ROOT / "constraints" / "upstream.txt"
 NODE_PROVIDES = ("torch", "torchvision")  # the node's own, with the CUDA libraries torch brings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_kits.kit_sources import source_archive, source_files
+from gpu_kits.kit_folder import source_archive, source_files
 
 REPO = Path(__file__).resolve().parents[2]
 NEEDED = (
