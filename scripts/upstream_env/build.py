@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gpukit import CheckError, probe
+from gpukit import CheckError, probe, sha256
 from interpreter import install_command, venv_minor
 from overlaytool import replace_file
 
@@ -161,11 +161,7 @@ def _installed_ext_is_stamped(env: Path, stamp: dict) -> bool:
     if Path(relative).is_absolute() or ".." in Path(relative).parts:
         return False
     path = env / relative
-    return path.is_file() and _sha256(path) == recorded
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return path.is_file() and sha256(path) == recorded
 
 
 def _write_stamp(env: Path, choices: Choices, cuda_ops: bool, why: str, ext: Path) -> None:
@@ -177,7 +173,7 @@ def _write_stamp(env: Path, choices: Choices, cuda_ops: bool, why: str, ext: Pat
         "cuda_ops": cuda_ops,
         "cuda_ops_why": why,
         "mmcv_ext": str(ext.relative_to(env)),
-        "mmcv_ext_sha256": _sha256(ext),
+        "mmcv_ext_sha256": sha256(ext),
     }
     replace_file(env / STAMP, json.dumps(stamp) + "\n")
     (env / ".upstream-env.sha256").unlink(missing_ok=True)  # the stamp's previous format

@@ -9,7 +9,6 @@ toolkit is reused only when its facts (lock digest, nvcc release) still hold; el
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpukit import sha256 as _sha256
 from interpreter import install_command
 
 from .errors import EnvBuildError
@@ -98,10 +98,6 @@ def system_toolkit() -> Toolkit | None:
         return None
     release, version = nvcc_version(nvcc)
     return Toolkit("system", _home_of(nvcc), release, version)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _lock_key(lock: Path) -> str:

@@ -281,7 +281,7 @@ def install_wheel(python: Path, purelib: Path, folder: Path, log: BuildLog) -> P
     )
     member, want = wheel_ext(wheel)
     installed = purelib / member
-    got = hashlib.sha256(installed.read_bytes()).hexdigest() if installed.is_file() else "(no such file)"
+    got = gpukit.sha256(installed) if installed.is_file() else "(no such file)"
     if got != want:
         raise EnvBuildError(
             f"{installed}: sha256 {got}, not that of {member} in {wheel} ({want}): the env holds another "
