@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -21,7 +22,6 @@ from pathlib import Path
 
 import gpukit
 from gpukit import FORMAT, MANIFEST, sha256
-from gpukit.parts import link_or_copy
 from overlaytool import REPO_ROOT as ROOT
 from upstream_env import NodeTorch
 from wheelhouse import Wheelhouse
@@ -48,7 +48,10 @@ def split(path: Path, parts_dir: Path, max_part_bytes: int) -> dict:
     digest, size = sha256(path), path.stat().st_size
     if size <= max_part_bytes:
         part = parts_dir / f"{path.name}.000"
-        link_or_copy(path, part)
+        try:
+            os.link(path, part)
+        except OSError:
+            shutil.copyfile(path, part)
         return {"name": path.name, "size": size, "sha256": digest,
                 "parts": [{"name": part.name, "size": size, "sha256": digest}]}  # fmt: skip
     parts = []
