@@ -1,14 +1,8 @@
 """Who uses the upstream env now: the claims of the jobs that run from it, and the build lock.
 
-A session that runs from the env (train, evaluate, the stack tests, ...) holds a claim while it runs:
-`.<env>.claims/<host>-<pid>.json` beside the env (pid, host, session, since), on which its process
-holds a shared `flock`, written and locked while it holds the build lock's shared side (no build
-looks at the claims meanwhile). A build that must change the env first takes the build lock
-(`.<env>.lock`, exclusive; it names its holder inside), then waits until no claim's `flock` is held,
-saying whom it waits for. The kernel, or the NFS server, releases a job's `flock` when the job ends or
-dies, so a claim whose lock can be taken is stale: it is removed, by name, whatever its file says. A
-new claim is written under the build lock's shared side: it waits for a running build, and a waiting
-build sees no new claim appear.
+A job's claim is a file beside the env on which its process holds a shared `flock`; a build takes the
+exclusive build lock, then waits until no claim's `flock` is held (a free one is stale and removed).
+The protocol: docs/upstream-env.md#jobs-running-from-the-env.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """Which `mmcv._ext` functions a config can reach: `python -m upstream_env.op_reach [CONFIG ...]`,
 run with the OpenMMLab env's python in the repository root (the applied checkout must exist).
 
-Method (docs/upstream-env.md#the-cuda-op-set): build the config's model, its train and test
-pipelines and the dataset class on the CPU, as tools/train.py and tools/test.py do. Then follow
-statically what runs from there: the model's `train_step`/`val_step`/`forward`, every built
-module's `forward`, every built transform's `__call__`, the dataset's `__getitem__`/`evaluate`,
-the callbacks of the runner hooks the config names, and the functions tools/train.py and
-tools/test.py call (`collect_env`, the plugin's train and test loops). In each function's source,
-a name chain (`a.b.c`) is resolved:
-- on `self`: through the built object itself (so `self.loss_cls(...)` is the config's loss and
-  `self.assigner.assign` its assigner's method; an attribute a built object lacks is not followed);
-- through the function's globals, closure and the imports inside it: functions are followed,
-  autograd Functions through `apply` (their `forward`/`backward`), classes through `__init__`;
-- on anything else (a local variable, an argument): by name, against every class built or
-  constructed so far (class-hierarchy dispatch: `boxes.gravity_center` follows every known
-  class's `gravity_center`).
-Only code of mmcv, mmdet, mmdet3d, mmseg and the plugin is followed; the result is every
-attribute read of the `mmcv._ext` module reached. Both sides of a branch count (`x.is_cuda` or
-not), so the result covers the CUDA path of the config. What it cannot see: a callable chosen at
-run time by a string (`eval`, `getattr(obj, name)`) that no config object names.
-
-Imports only the stdlib at module level; mmcv and mmdet3d are imported inside the env when run.
+The method (build the config's objects on the CPU, then follow statically what runs from them down
+to attribute reads of `mmcv._ext`) is docs/upstream-env.md#the-cuda-op-set. Imports only the stdlib
+at module level; mmcv and mmdet3d are imported inside the env when run.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The reduced op sets of mmcv-full: compile only the ops StreamPETR calls, on the CPU or on CUDA.
 
-mmcv-full 1.6.0's setup.py compiles every `.cpp` under `mmcv/ops/csrc/pytorch{,/cpu}` (67 units on
-the CPU path, ~95% of a cold env build; a CUDA build adds 50 `.cu` files and `cuda/cudabind.cpp`)
-and `pybind.cpp` registers all 100 functions of `mmcv._ext`.
-`mmcv.ops` imports nearly every op module, and each one asks `ext_loader.load_ext` for its names,
-which raises when one is missing, so every name must stay registered. The reduced build keeps the
-sources of `KEPT` and registers every other name as a stub that raises `mmcv._ext.OpNotCompiledError`
-(a `NotImplementedError`) naming the op and how to build the full set, only when it is called.
-
-`KEPT` is what training (streaming, PETRv1, 8-key), evaluation, `create_data` and the stack tests
-were traced calling in `mmcv._ext` (docs/upstream-env.md#the-reduced-op-set). `KEPT_CUDA` adds what
-the CUDA path of every supported config reaches (`op_reach.py`, docs/upstream-env.md#the-cuda-op-set);
-there `cuda/cudabind.cpp`, which binds every op's CUDA launchers, is cut to the kept ops' part (its
-other definitions would leave undefined symbols) and only their `.cu` files are compiled.
-`--full-ops` compiles everything.
+`KEPT` (`KEPT_CUDA` on CUDA) keeps its sources; `pybind.cpp` registers every other `mmcv._ext` name
+as a stub raising `mmcv._ext.OpNotCompiledError` when called (`mmcv.ops` asks for every name at
+import); a CUDA set also cuts `cuda/cudabind.cpp` to its ops. `--full-ops` compiles everything.
+Why and what: docs/upstream-env.md#the-reduced-op-set and #the-cuda-op-set.
 """
 
 from __future__ import annotations
