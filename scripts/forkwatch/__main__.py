@@ -17,9 +17,8 @@ from overlaytool import REPO_ROOT, cache_root
 from upstream_env import env_python
 
 from .errors import ForkwatchError
-from .forks_file import load_sources
 from .vet import VetSettings, passed, step_lines, vet
-from .watch import watch
+from .watch import load_sources, watch
 from .watch_summary import JSON_NAME, make_summary, read_summary, write_summary
 
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from overlaytool import OverlayError, code_root, load_targets
 
-from .scratch_copy import scratch
-from .tool_calls import call, overlaytool
+from .scratch_copy import call, overlaytool, scratch
 
 UP_TO_DATE = "up to date, nothing changed"
 APPLIED = re.compile(rf"^(\S.* at \S.*: (applied|{UP_TO_DATE}))$", re.M)  # apply's line per target

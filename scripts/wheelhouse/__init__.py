@@ -19,7 +19,7 @@ from __future__ import annotations
 # the face (no third-party imports, cheap: imported at once): what other packages and the noxfile take;
 # its modules import nothing from here
 from .collect import Wheelhouse
-from .errors import WheelhouseError
 from .offline import activate
+from .requirement_locks import WheelhouseError
 
 __all__ = ["Wheelhouse", "WheelhouseError", "activate"]

@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 from .collect import ROOT, Wheelhouse, collect_env, collect_nox, collect_upstream
-from .errors import WheelhouseError
-from .requirement_locks import write_sums
+from .requirement_locks import WheelhouseError, write_sums
 
 PARTS = ("hermetic", "upstream", "nox")
 

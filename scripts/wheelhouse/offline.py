@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 
 from .collect import SOURCE_BUILT
-from .errors import WheelhouseError
-from .requirement_locks import verify_sums
+from .requirement_locks import WheelhouseError, verify_sums
 
 ENV_VAR = "STREAMPETR_WHEELHOUSE"
 

@@ -14,9 +14,11 @@ from urllib.parse import unquote
 from gpukit import clean_pip_env, sha256  # sha256: the one file hash, the kit's (it runs alone on a node)
 from upstream_env import normalise
 
-from .errors import WheelhouseError
-
 SUMS = "SHA256SUMS"
+
+
+class WheelhouseError(Exception):
+    """A user-facing failure naming the file, package or step."""
 
 
 @dataclass(frozen=True)
