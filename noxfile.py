@@ -1,11 +1,6 @@
-"""Sessions of streampetr-dali. `nox` runs lint + tests; see README.md and docs/sessions.md.
-
-The sessions stand in named sections (`# --- <section> ---`), the main job first, in the order of
-docs/sessions.md's tables (tests/test_noxfile.py).
-
-Environments are built once and shared by the sessions that need them:
-`.nox/_env/hermetic` (DALI, CPU torch, numpy: the loader, tooling and synthetic data) and the
-OpenMMLab "upstream" env. Sessions themselves run with `venv_backend="none"`.
+"""Sessions of streampetr-dali. `nox` runs lint + tests; see README.md and docs/sessions.md (whose
+tables follow the sections here, `# --- <section> ---`). The envs (`.nox/_env/hermetic`, the OpenMMLab
+"upstream" env) are built once and shared; sessions run with `venv_backend="none"`.
 """
 
 from __future__ import annotations
@@ -80,9 +75,9 @@ if os.environ.get("STREAMPETR_WHEELHOUSE"):  # offline: every env from that fold
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def run_tool(session: nox.Session, python: str, module: str, *args: str) -> None:
-    """Run `python -m module args` with the project's source roots on the path."""
-    session.run(python, "-m", module, *args, external=True, env={"PYTHONPATH": PYTHONPATH})
+def run_tool(session: nox.Session, python: str, module: str, *args: str, **kwargs: object) -> None:
+    """Run `python -m module args` with the project's source roots on the path (`kwargs`: session.run's)."""
+    session.run(python, "-m", module, *args, external=True, env={"PYTHONPATH": PYTHONPATH}, **kwargs)
 
 
 def run_overlaytool(session: nox.Session, command: str) -> None:
@@ -99,8 +94,7 @@ def refuse_args(session: nox.Session, *flags: str, why: str) -> None:
 
 def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None, run: Run | None = None) -> str:
     """The light env's python (`.nox/_env/hermetic`; `hermetic-3.X.Y` for another Python `base`),
-    (re)installed only when its pin files or its Python change; `run`: how its commands run (a step
-    `beside` the tiers), else in the session."""
+    (re)installed only when its pin files or its Python change; `run`: how its commands run."""
     base = base or BASE
     env = ENV_ROOT / ("hermetic" if base is BASE else f"hermetic-{'.'.join(map(str, base.version))}")
     inputs = [base.minor.encode(), base.path.encode(), *((ROOT / f).read_bytes() for f in HERMETIC_FILES)]
@@ -111,14 +105,11 @@ def ensure_hermetic_env(session: nox.Session, base: BasePython | None = None, ru
         ("-q", "-c", constraints, "--no-deps", "-r", without_deps),
     ]
 
-    def in_session(cmd: Sequence[str]) -> None:
-        session.run(*cmd, external=True)
-
+    run = run or (lambda cmd: session.run(*cmd, external=True))
     # kept when made by the same Python minor, remade by another
-    python = ensure_venv(
-        env, base.path, digest, installs, run or in_session, stamp=".requirements.sha256", minor=base.minor
+    return str(
+        ensure_venv(env, base.path, digest, installs, run, stamp=".requirements.sha256", minor=base.minor)
     )
-    return str(python)
 
 
 @contextmanager
@@ -154,20 +145,6 @@ def with_data_root(session: nox.Session, python: str, args: Sequence[str]) -> li
     code = "from synthdata import ensure_dataset; print(ensure_dataset())"
     out = session.run(python, "-c", code, external=True, silent=True, env={"PYTHONPATH": PYTHONPATH})
     return [*args, "--data-root", str(out).strip().splitlines()[-1]]
-
-
-def is_ci() -> bool:
-    """A CI run (`CI=true`): every tier must run (the rule tests/tiers.py applies to skips)."""
-    return os.environ.get("CI", "").strip().lower() in ("true", "1")
-
-
-def ensure_slurm(session: nox.Session) -> None:
-    """Install SLURM for tests/slurm when it is missing and this host can (root, apt-get); where it
-    cannot, one line says why, the SLURM tests skip naming it, and a CI run fails on that skip."""
-    session.run(
-        BASE_PYTHON, "-m", "slurm_local", "install",
-        external=True, env={"PYTHONPATH": PYTHONPATH}, success_codes=[0, 1],
-    )  # fmt: skip
 
 
 def run_on_upstream_data(session: nox.Session, module: str, *fixed: str, in_env: bool = False) -> None:
@@ -237,9 +214,11 @@ def tests(session: nox.Session) -> None:
         session, "-m", why="it picks the tiers itself; run pytest directly to choose markers (docs/tests.md)"
     )
     if not session.posargs or any("slurm" in arg for arg in session.posargs):  # a run with tests/slurm
-        ensure_slurm(session)
+        # SLURM installed where it is missing and this host can (root, apt-get); where it cannot, one
+        # line says why, the SLURM tests skip naming it, and a CI run fails on that skip
+        run_tool(session, BASE_PYTHON, "slurm_local", "install", success_codes=[0, 1])
     missing = missing_pins(ROOT)
-    if missing and is_ci():
+    if missing and os.environ.get("CI", "").strip().lower() in ("true", "1"):  # CI: every tier must run
         session.error(
             f"stack tier skipped: the upstream cache lacks {', '.join(missing)}; a CI run runs every tier: "
             "`nox -s fetch -- --from <mirror>` fills it"
@@ -297,12 +276,8 @@ def beside(
     session: nox.Session, what: str, steps: Sequence[Step], env: dict[str, str] | None = None
 ) -> Iterator[None]:
     """Run `steps` (`what` they do) one after another in the background while the block runs a tier
-    whose workers leave part of the cores idle: the OpenMMLab env's build (about 2 min on 2 cores,
-    mostly mmcv's compile) beside the hermetic tier, each other Python's env and set beside the stack
-    tier. A step runs its commands through the `run` it is given (`env` added to their environment).
-    Their output is shown when the block ends, not interleaved with its own; a block that fails stops
-    the command running and starts no other; a step that fails (a command's exit code not in the
-    `codes` it was run with) ends the steps, and fails the session after the block."""
+    whose workers leave cores idle; their output is shown when the block ends. A failing block stops
+    the command running and starts no other; a failing step ends the steps and fails the session."""
     if not steps:
         yield
         return

@@ -1,8 +1,5 @@
-"""What a `rebase --check` said about a source: the state, each patch's status, what would stop.
-
-Read from the rebase report the check writes next to the checkout (`rebase-report.json`) when there
-is one, else from the status lines it prints. Fields a report lacks are treated as absent.
-"""
+"""What a `rebase --check` said about a source: the state, each patch's status, what would stop; from
+its report (`rebase-report.json`) when there is one, else from the status lines it prints."""
 
 from __future__ import annotations
 

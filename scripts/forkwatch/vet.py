@@ -1,10 +1,5 @@
-"""Vet a candidate upstream commit end to end, in a throw-away copy of the project.
-
-Steps (those after a failure are skipped): `rebase` (the real rebase of the series to the commit),
-`apply`, `apply-converges` (a second apply changes nothing), `configs` (every overlay config loads in
-the applied checkout), `train` (one DALI training iteration, checked as `nox -s train_dali` does).
-Nothing of the user's is written: the copy has its own checkout and cache (`scratch_copy`).
-"""
+"""Vet a candidate upstream commit end to end in a throw-away copy of the project (`scratch_copy`):
+the steps of :data:`STEPS`, those after a failure skipped (docs/rebase.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""`watch`: the series checked against every listed source, optionally vetted, in one summary.
-
-Per source: `git ls-remote` gives the commit its branch names, then `rebase --check <commit>
-[--from URL]` runs in a throw-away copy of the project (`scratch_copy`); with `train`, a source
-whose series carries over is vetted (`vet`) at that same commit.
-"""
+"""`watch`: the series checked (`rebase --check` in a throw-away copy) against the branch head of every
+source of `upstream/forks.toml`, those that carry over optionally vetted (`vet`), in one summary."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The watch's one summary (`watch-summary.json` + `.md`) and the change-of-state rule.
-
-The state of a source is what a maintainer acts on: whether the series carries over, stops or the
-source is unreachable; each patch's status (and whether it is provisional); what would stop; and,
-when both runs vetted it, each vetting step's result. A new commit at a source with the same state
-is no change; a source added or removed is one.
-"""
+"""The watch's one summary (`watch-summary.json` + `.md`) and the change-of-state rule: a source's
+state is what a maintainer acts on (carries over, stops or unreachable, each patch's status, what would
+stop, the vetting steps' results); a new commit with the same state is no change (docs/rebase.md)."""
 
 from __future__ import annotations
 

@@ -122,13 +122,13 @@ def base_python(
     the running one, else one found on the host. Raises `UnsupportedPython` naming the interpreter,
     the supported versions and how to get one; for a `program` (``nox``), its note goes to stderr
     and a refusal exits, each one line ``<program>: ...``."""
-    if program is None:
-        return _choose(running, executable, offered, asked)
     try:
         chosen = _choose(running, executable, offered, asked)
     except UnsupportedPython as exc:
+        if program is None:
+            raise
         raise SystemExit(f"{program}: {exc}") from None
-    if chosen.note:
+    if chosen.note and program:
         print(f"{program}: {chosen.note}", file=sys.stderr)
     return chosen
 

@@ -1,10 +1,6 @@
 """The one spelling of the installer for the envs this project builds: uv where it is installed
-beside nox (``requirements/nox.txt``: it installs the same pinned sets in parallel and does not
-byte-compile up front), else pip (the GPU kit's node, which carries only pip).
-
-uv reads neither pip's configuration files nor its ``PIP_*`` variables, so the package sources pip
-would use (index, extra indexes, find-links, ``no-index``, global constraint files) are passed to it
-explicitly: both installers see the same packages (docs/upstream-env.md#installer).
+beside nox, else pip (the GPU kit's node). uv reads neither pip's configuration nor its ``PIP_*``
+variables, so pip's package sources are passed to it explicitly (docs/upstream-env.md#installer).
 """
 
 from __future__ import annotations
@@ -58,11 +54,9 @@ def uv_binary() -> str | None:
     found on PATH, which on a node running the GPU kit is the login shell's, not the kit's installer."""
     try:
         from uv import find_uv_bin
-    except ImportError:
-        return None
-    try:
+
         return find_uv_bin()
-    except FileNotFoundError:
+    except (ImportError, FileNotFoundError):
         return None
 
 

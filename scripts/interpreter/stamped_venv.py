@@ -1,8 +1,5 @@
 """A venv behind a stamp: made with a base Python, its packages installed, the stamp written last
-(whole, by the house writer ``overlaytool.replace_file``); current while the stamp holds the same
-key. The light env (the noxfile's), the rehearsal's stand-in for the node and the OpenMMLab env's
-venv are made here; their installs go through :func:`.installer.install_command`.
-"""
+(whole, by ``overlaytool.replace_file``); current while the stamp holds the same key."""
 
 from __future__ import annotations
 
@@ -13,15 +10,6 @@ from .choice import python_version, venv_minor
 from .installer import install_command
 
 Run = Callable[[list[str]], object]  # runs a command, raising on a non-zero exit
-
-
-def venv_python(env: Path) -> Path:
-    return env / "bin" / "python"
-
-
-def make_venv(env: Path, base: str, run: Run) -> None:
-    """Make ``env`` with the Python ``base``; ``--clear``: nothing of an older one is kept."""
-    run([base, "-m", "venv", "--clear", str(env)])
 
 
 def ensure_venv(
@@ -35,16 +23,16 @@ def ensure_venv(
     minor: str | None = None,
 ) -> Path:
     """``env``'s python: as it is when its ``stamp`` file holds ``key`` and ``base``'s version
-    (:func:`.choice.python_version`), else (re)made with ``base``
-    (:func:`make_venv`; with ``minor``, one made by that Python minor is kept and installed over),
+    (:func:`.choice.python_version`), else (re)made with ``base`` (``--clear``; with ``minor``, one made
+    by that Python minor is kept and installed over),
     each of ``installs`` installed in order (:func:`install_command`), and the stamp written last, so
     a build that stops half-way is redone."""
-    python, stamp_file = venv_python(env), env / stamp
+    python, stamp_file = env / "bin" / "python", env / stamp
     key = f"{key}\npython {python_version(Path(base))}\n"
     if python.exists() and stamp_file.is_file() and stamp_file.read_text() == key:
         return python
     if minor is None or not python.exists() or venv_minor(env) != minor:
-        make_venv(env, base, run)
+        run([base, "-m", "venv", "--clear", str(env)])
     for args in installs:
         run(install_command(python, *args))
     from overlaytool import replace_file  # here: the noxfile imports this package first, on any Python

@@ -1,6 +1,5 @@
-"""The rehearsal's parts: the stand-in node (its Python, its venv, its shell), the stack kit made
-through gpu_kits' command line, docs/gpu.md's call sequence run call by call, the checks of the
-build, the device budget and the report."""
+"""The rehearsal's parts: the stand-in node, the stack kit, docs/gpu.md's call sequence run call by
+call, the checks of the build, the device budget and the report."""
 
 from __future__ import annotations
 
@@ -130,9 +129,7 @@ def ensure_standin(python: str) -> Path:
 
 def node_environment(standin: Path, home: Path, results: Path) -> dict[str, str]:
     """The lent machine's shell, as far as a CPU host can give it: the stand-in's python3 first on
-    PATH, its own HOME, $OUT and temp folder (``home/tmp``: what the calls leave there, such as a
-    killed process's ``pymp-*``, goes with the node's folder), no PIP_* settings or pip config, the
-    index disabled, no network."""
+    PATH, its own HOME, $OUT and temp folder, no pip config, the index disabled, no network."""
     env = clean_pip_env(dict(os.environ))  # the kit's own rule: no PIP_* or pip config, no index
     for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
         env.pop(name, None)

@@ -1,9 +1,6 @@
 """`nox -s pythons`: for each supported CPython this host has (the newest of each minor, and the
-distribution's own python3), a fresh clone of this checkout's HEAD runs the README's set-up and two
-commands as a newcomer whose python3 is that Python would: empty pip, wheel and env caches (only the
-upstream mirrors seeded, by `nox -s fetch -- --from`), the README's venv with nox, `nox -s
-train_dali` cold, lint and the hermetic tier; times and first losses go to a table and
-`pythons.json`."""
+distribution's own python3), a fresh clone of HEAD runs the README's set-up, a cold `nox -s train_dali`,
+lint and the hermetic tier as a newcomer whose python3 is that Python would; a table and `pythons.json`."""
 
 from __future__ import annotations
 

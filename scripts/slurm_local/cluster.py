@@ -1,10 +1,5 @@
-"""A throw-away single-node SLURM on this host: munged, slurmctld and slurmd in a temp folder.
-
-:class:`LocalSlurm` writes a minimal ``slurm.conf`` (this host as controller and only node,
-partition ``cpu``, free ports, its own munge socket and key), starts the three daemons, waits until
-``srun -n1 true`` runs, and on exit stops every daemon it started (by pid) and removes the folder,
-also when the body raised. Clients reach it through ``env`` (``SLURM_CONF``).
-"""
+"""A throw-away single-node SLURM on this host (:class:`LocalSlurm`): munged, slurmctld and slurmd in a
+temp folder, stopped (by pid) and removed on exit; clients reach it through ``env`` (``SLURM_CONF``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Collect the wheels of each environment into one folder and write its hash-pinned lock.
-
-Downloads go through the user's pip configuration (their index or mirror, pip's cache);
-the lock is then resolved from the folder alone, so what it names is exactly what an offline
-install finds there, and it is checked against ``constraints/<env>.txt``.
-"""
+"""Collect the wheels of each environment into one folder (through the user's pip configuration) and
+write its hash-pinned lock, resolved from the folder alone and checked against ``constraints/<env>.txt``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Build the envs from a wheelhouse: ``STREAMPETR_WHEELHOUSE=DIR nox ...`` (the noxfile calls
-:func:`activate`). The folder is verified against its ``SHA256SUMS``, the wheels this project
-builds are put where the env builder's cache looks for them, and every pip call is pointed at
-the folder with the index disabled (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``)."""
+:func:`activate`; docs/offline.md)."""
 
 from __future__ import annotations
 

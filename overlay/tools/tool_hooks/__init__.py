@@ -1,14 +1,7 @@
 """The hooks of upstream's ``tools/train.py`` and ``tools/test.py``: what their patches call, through
-this package's names (:data:`__all__`): ``from tool_hooks import X``. It lands in ``tools/`` beside
-the scripts, whose folder is ``sys.path[0]`` when they run (``tools/tool_hooks/``; a fork's moved
-``tools/`` takes it along, ``overlay_moves``).
-
-Each name is imported on first use (PEP 562), so a hook imports only the module that defines it:
-:mod:`.driver_check` (refuse a GPU torch cannot use; stdlib only, also a script), :mod:`.dist_init`
-(the process group with or without CUDA, from SLURM's variables by :mod:`.slurm_env` under
-``--launcher slurm``), :mod:`.loader_choice` (DALI or upstream's loader), :mod:`.checkpoint_probe`
-(``--resume-from`` checked, ``--auto-resume`` chosen) and :mod:`.cpu_eval` (``tools/test.py`` on the
-CPU).
+this package's names (:data:`__all__`): ``from tool_hooks import X`` (it lands in ``tools/``, the
+scripts' ``sys.path[0]``; docs/patches.md). Each name is imported on first use (PEP 562), so a hook
+imports only the module that defines it.
 """
 
 from __future__ import annotations

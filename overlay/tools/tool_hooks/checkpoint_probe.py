@@ -1,13 +1,8 @@
 """Which checkpoint ``tools/train.py`` resumes from: ``--resume-from`` checked, ``--auto-resume``
-chosen (stdlib, torch and the loader's mmcv-free root only).
+chosen (stdlib, torch and the loader's mmcv-free root only; docs/training.md#resume-after-preemption).
 
-``--auto-resume`` takes the checkpoint with the highest N that loads (``*_N.pth`` by N;
-``latest.pth`` only when it is none of them) and that every training loader accepts (a loader may
-offer ``checkpoint_problem(path)``, returning why it refuses a file), logging each file it skips and
-why; under a launcher every rank takes rank 0's choice. Probing runs no code from a file: the
-globals its pickle names are read without loading it, then it is loaded with ``weights_only=True``
-(torch's allowlist plus :data:`CHECKPOINT_GLOBALS`, which mmcv's own load of the chosen file then
-accepts too). ``--resume-from`` of a file that is missing or does not load stops at once, naming it.
+Probing runs no code from a file: the globals its pickle names are read without loading it, then it
+is loaded with ``weights_only=True`` (torch's allowlist plus :data:`CHECKPOINT_GLOBALS`).
 """
 
 from __future__ import annotations
@@ -28,10 +23,8 @@ CHECKPOINT_GLOBALS = checkpoint_globals()
 
 
 def checkpoint_problem(path: str) -> str | None:
-    """Why the checkpoint at ``path`` cannot be resumed from, or None when it loads. Nothing in the
-    file runs: the globals its pickle names are read without loading it (any outside torch's
-    weights_only allowlist and CHECKPOINT_GLOBALS refuses the file, naming them), then it is
-    loaded with weights_only=True."""
+    """Why the checkpoint at ``path`` cannot be resumed from (naming any global its pickle names outside
+    the allowlist), or None when it loads; nothing in the file runs (see the module doc)."""
     torch.serialization.add_safe_globals(CHECKPOINT_GLOBALS)
     unsafe = []
     try:

@@ -1,10 +1,5 @@
-"""``tools/test.py`` on the CPU when CUDA is unavailable.
-
-Upstream's single-process branch is ``assert False``, the distributed one calls ``model.cuda()``, and
-the default result collection broadcasts its folder name in a CUDA tensor. Here one process runs
-mmdet3d's ``single_gpu_test`` on a CPU ``MMDataParallel`` (upstream's commented-out line); several
-(gloo) processes run ``custom_multi_gpu_test`` on a CPU ``MMDataParallel`` (inference needs no DDP)
-and collect through ``--tmpdir`` or a folder whose name rank 0 broadcasts as an object.
+"""``tools/test.py`` on the CPU when CUDA is unavailable (upstream's paths assert or call CUDA): one
+process runs ``single_gpu_test``, several (gloo) ``custom_multi_gpu_test``, on a CPU ``MMDataParallel``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The process group of ``tools/train.py`` and ``tools/test.py`` under a launcher, with or without
-CUDA.
-
-With CUDA: mmcv's ``init_dist`` (unchanged). Without it: mmcv 1.6's ``init_dist('pytorch')`` calls
-``torch.cuda.set_device(rank % torch.cuda.device_count())``, a ZeroDivisionError without GPUs, and
-the configs ask for NCCL; the process group is created with gloo from the launcher's environment
-(``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), which under ``--launcher slurm`` is
-derived first from SLURM's variables (:mod:`.slurm_env`).
+"""The process group of ``tools/train.py`` and ``tools/test.py`` under a launcher: mmcv's ``init_dist``
+with CUDA; without it gloo from the launcher's environment (mmcv 1.6's divides by the GPU count), which
+under ``--launcher slurm`` :mod:`.slurm_env` derives first from SLURM's variables.
 """
 
 from __future__ import annotations

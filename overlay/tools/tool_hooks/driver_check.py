@@ -1,27 +1,10 @@
 """Before training or evaluating: can torch (and DALI) use the GPU this host has? (stdlib only)
 
-A host with no NVIDIA GPU trains on the CPU, as the patched tools do. A host whose GPU and driver
-are there but which torch cannot use (its CUDA build needs a newer driver, it is a CPU build, the
-driver's user-space library is missing) used to train on the CPU as well, silently and far from
-the cause; :func:`require_usable_cuda` refuses that by name, with the numbers and the fix.
-
-What the driver supports is asked without torch: ``cuDriverGetVersion``, ``cuInit`` and
-``cuDeviceGetCount`` of ``libcuda.so.1`` through ctypes, and the driver's version from
-``/proc/driver/nvidia/version`` or ``nvidia-smi``. What the runtimes need follows NVIDIA's minor
-version compatibility: a build for CUDA 13.x runs on a driver >= 580, 12.x on >= 525.60.13, 11.x on
->= 450.80.02 (:data:`MIN_DRIVER`; docs/training.md cites the tables). DALI's build is read from the
-installed distribution's name (``nvidia-dali-cuda120`` -> CUDA 12). ``CUDA_VISIBLE_DEVICES=`` (empty)
-hides the GPUs on purpose: then the host counts as one without a GPU.
-
-Where torch sees a GPU, the env's mmcv must also hold the CUDA ops a GPU run reaches
-(:data:`CUDA_OPS`: mmdet's FocalLoss in every config, RepDETR3D's deformable attention); an mmcv
-built with CPU ops only (``nox -s upstream_env -- --no-cuda``, or auto on a host without a GPU)
-would stop at the first iteration with ``OpNotCompiledError``. :func:`require_cuda_ops` refuses it
-first, naming the op, the env's mmcv build and the command that rebuilds it with CUDA ops.
-
-``python tools/driver_check.py [--dali]`` prints the verdict (exit 1 on a refusal); ``tools/train.py``
-and ``tools/test.py`` call :func:`require_usable_cuda` before they start a process group or build
-the model.
+:func:`require_usable_cuda` refuses, by name with the numbers and the fix, a GPU that torch or DALI
+cannot use (driver too old, CPU build of torch, libcuda not loading) and, where torch sees a GPU, an
+env whose mmcv lacks a CUDA op a GPU run reaches (:data:`CUDA_OPS`): docs/training.md#which-drivers-work.
+``CUDA_VISIBLE_DEVICES=`` (empty) hides the GPUs on purpose. ``python tools/driver_check.py [--dali]``
+prints the verdict (exit 1 on a refusal).
 """
 
 from __future__ import annotations

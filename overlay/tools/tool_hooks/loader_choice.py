@@ -1,18 +1,7 @@
 """Which loader ``tools/train.py`` and ``tools/test.py`` read through: the overlay's DALI loader
 (``dali_streampetr``) or upstream's dataset and DataLoader, as ``dali_streampetr.uses_dali`` decides
-for the split (the one rule, also the ``--validate`` hook's):
-
-- training: ``build_dali_loader(cfg, 'train')`` instead of the training dataset (the config read
-  once, the distributed arguments from it);
-- test: ``tools/test.py``'s loader of ``data.test``, built as the ``--validate`` hook's of ``data.val``
-  (``dali_streampetr.runner.build_val_loader``): the DALI test loader over upstream's test dataset,
-  which only rank 0, which evaluates, builds (the other ranks' loaders count the frames of the
-  frame store); or upstream's DataLoader, its sampler split by ``data_loading_config.test_sharding``.
-  A distributed run prints each rank's part.
-
-The checkout root, which holds ``dali_streampetr`` beside ``tools/``, is appended to ``sys.path``
-where it is missing (after every other entry: it shadows nothing); without DALI nothing of DALI is
-imported.
+for the split. The test loader is built as the ``--validate`` hook's (``build_val_loader``): only
+rank 0, which evaluates, builds the dataset under DALI. Without DALI nothing of DALI is imported.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""The ``env://`` rendezvous variables of a task started by ``srun`` (stdlib only).
-
-``srun`` sets ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID`` and the node list, not the
-``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` that
-``torch.distributed.init_process_group()`` reads. mmcv's ``init_dist('slurm')`` derives them but
-also binds each task to a GPU; :func:`export_slurm_dist_env` derives them without touching CUDA,
-for ``tools/train.py`` and ``tools/test.py`` on hosts without it (gloo).
-
-- rank, world size, local rank: ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``;
-- master address: ``MASTER_ADDR`` if set, else the first host of the step's node list
-  (``SLURM_STEP_NODELIST``, else ``SLURM_NODELIST``): ``scontrol show hostnames`` when it is on
-  ``PATH``, else :func:`expand_hostlist`;
-- master port: ``MASTER_PORT`` if set, else the first port SLURM reserved for the step
-  (``SLURM_STEP_RESV_PORTS``, ``srun --resv-ports``), else a port every task computes alike from the
-  job and step ids (:func:`job_port`), so all tasks agree without talking to each other.
+"""The ``env://`` rendezvous variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
+``MASTER_PORT``) of a task started by ``srun``, derived from SLURM's variables without touching CUDA,
+unlike mmcv's ``init_dist('slurm')`` (stdlib only; where each comes from: docs/slurm.md).
 """
 
 from __future__ import annotations
