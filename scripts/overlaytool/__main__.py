@@ -16,14 +16,13 @@ from pathlib import Path
 
 from .checkout.gitdir import checkout_lock
 from .errors import OverlayError
-from .export.edit import commit_series
+from .export.commit_export import commit_series
 from .export.refresh import refresh_target
-from .fetch import fetch
+from .fetch import fetch, local_source
 from .footprint import footprint_problems, footprint_table, series_footprint
 from .gitcmd import has_commit
 from .lint import folder_problems, series_problems
 from .lock import TIMEOUT_ENV
-from .origins import local_source
 from .pins import Pin
 from .rebase import check as rebase_check
 from .rebase import commands as rebase

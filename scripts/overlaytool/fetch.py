@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,13 +23,43 @@ from .cache import KEEP_REFS, damage, mirror_lock, mirror_path, repair_hint
 from .errors import OverlayError
 from .faults import kill_point
 from .gitcmd import git, has_commit
-from .origins import is_pinned_url, local_source, source_dir
 from .pins import Pin
 
 INCOMING_REFS = "refs/streampetr-dali/incoming"  # a named ref being fetched (`-<pid>`), until it is kept
-
-
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
+
+
+def local_source(source: str) -> Path | None:
+    """The repository directory `source` names, None for a URL; a missing path is an error."""
+    if "://" in source or (":" in source and not source.startswith(("/", ".", "~"))):
+        return None
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise OverlayError(f"--from {source}: no such path.")
+    if git("rev-parse", "--git-dir", cwd=path, check=False).returncode != 0:
+        raise OverlayError(f"--from {source}: {path} is not a git repository (a mirror or a clone).")
+    return path.resolve()
+
+
+def is_pinned_url(pin: Pin, origin: str) -> bool:
+    """True when `origin` is the pin's URL (or, for a file:// URL, the directory it names)."""
+    if origin == pin.url:
+        return True
+    parsed = urllib.parse.urlparse(pin.url)
+    if parsed.scheme != "file" or "://" in origin:
+        return False
+    return Path(urllib.parse.unquote(parsed.path)).resolve() == Path(origin).expanduser().resolve()
+
+
+def source_dir(origin: str) -> Path | None:
+    """The repository directory a local path or file:// URL names (None: a remote, or not a repository)."""
+    parsed = urllib.parse.urlparse(origin)
+    if "://" in origin and parsed.scheme != "file":
+        return None
+    path = Path(urllib.parse.unquote(parsed.path) if "://" in origin else origin).expanduser()
+    if not path.is_dir() or git("rev-parse", "--git-dir", cwd=path, check=False).returncode != 0:
+        return None
+    return path
 
 
 def _run_progress(
@@ -197,20 +228,20 @@ def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
         stale = git("for-each-ref", "--format=%(refname)", f"{INCOMING_REFS}-*", cwd=mirror).stdout.split()
         for leftover in stale:  # of fetches that were killed (the exclusive lock rules out live ones)
             git("update-ref", "-d", leftover, cwd=mirror, check=False)
-        proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
-        if proc.returncode == 0 and (mirror / "shallow").exists():
+        try:
+            proc = _run_progress(["fetch", "--no-tags", origin, f"+{ref}:{incoming}"], mirror)
+            if proc.returncode == 0 and (mirror / "shallow").exists():
+                _drop_partial_fetch(mirror, [])
+                raise OverlayError(
+                    f"{origin} served {ref!r} without its history (a shallow repository); the cache does "
+                    "not keep it.\nNext: pass `--from` a full clone or mirror that has it."
+                )
+            if proc.returncode == 0:
+                commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()
+                git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
+                return commit
+        finally:
             git("update-ref", "-d", incoming, cwd=mirror, check=False)
-            _drop_partial_fetch(mirror, [])
-            raise OverlayError(
-                f"{origin} served {ref!r} without its history (a shallow repository); the cache does not "
-                "keep it.\nNext: pass `--from` a full clone or mirror that has it."
-            )
-        if proc.returncode == 0:
-            commit = git("rev-parse", "--verify", f"{incoming}^{{commit}}", cwd=mirror).stdout.strip()
-            git("update-ref", f"{KEEP_REFS}/{commit}", commit, cwd=mirror)
-            git("update-ref", "-d", incoming, cwd=mirror, check=False)
-            return commit
-        git("update-ref", "-d", incoming, cwd=mirror, check=False)
         _drop_partial_fetch(mirror, [])
         cached = git(
             "rev-parse", "--verify", "--quiet", f"refs/heads/{ref}^{{commit}}", cwd=mirror, check=False

@@ -64,10 +64,3 @@ def has_commit(repo: Path, commit: str) -> bool:
 def tree_files(repo: Path, rev: str = "HEAD") -> set[str]:
     """The files of `repo`'s tree at `rev`."""
     return {p for p in git("ls-tree", "-r", "--name-only", "-z", rev, cwd=repo).stdout.split("\0") if p}
-
-
-def blob_sha(data: bytes) -> str:
-    """The git blob id of `data` (what `git hash-object` prints)."""
-    import hashlib
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

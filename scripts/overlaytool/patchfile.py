@@ -1,4 +1,5 @@
-"""One patch file of a series: a `git format-patch` file with a DEP-3 header, parsed into hunks.
+"""One patch file of a series: a `git format-patch` file with a DEP-3 header, parsed into hunks, and
+why a hunk does not sit exactly where it says (`diagnose_patch`).
 
 Patch files are UTF-8; bytes that are not are kept as they are (surrogate escapes), so reading
 and writing a patch never loses or changes a byte. The header's `Patch-Filename:` trailer is the
@@ -9,8 +10,13 @@ from __future__ import annotations
 
 import email.header
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .overlay import Blob
 
 FILENAME_TRAILER = "Patch-Filename"
 FILENAME_RE = re.compile(rf"(?m)^{FILENAME_TRAILER}:[ \t]*(\S*)[ \t]*$")
@@ -136,3 +142,53 @@ def parse_patch(path: Path) -> Patch:
         elif line == "-- ":
             break  # format-patch signature separator
     return Patch(name=path.name, path=path, header=header, subject=subject, files=files)
+
+
+def _lines(data: bytes) -> list[str]:
+    lines = decode(data).split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _find(lines: list[str], block: list[str]) -> list[int]:
+    n = len(block)
+    return [i for i in range(len(lines) - n + 1) if lines[i : i + n] == block] if n else []
+
+
+def diagnose_hunk(fp: FilePatch, hunk: Hunk, lines: list[str]) -> str | None:
+    """None when `hunk` matches `lines` at exactly its stated position, else the reason."""
+    start = max(hunk.old_start - 1, 0)
+    if lines[start : start + len(hunk.old_lines)] == hunk.old_lines:
+        return None
+    where = f"file {fp.path}, hunk {hunk.header}"
+    found = _find(lines, hunk.old_lines)
+    if found:
+        offsets = ", ".join(f"{i - start:+d}" for i in found[:3])
+        return f"{where}: offset — the context is found {offsets} lines away (zero offset required)"
+    for k, expected in enumerate(hunk.old_lines):
+        actual = lines[start + k] if start + k < len(lines) else "<end of file>"
+        if actual != expected:
+            return (
+                f"{where}: context changed at line {start + k + 1}:\n"
+                f"    patch expects: {expected!r}\n    upstream has:  {actual!r}"
+            )
+    return f"{where}: context changed"
+
+
+def diagnose_patch(patch: Patch, read: Callable[[str], Blob | None]) -> str | None:
+    """First reason `patch` would not apply exactly to the files `read` returns, or None."""
+    deleted: set[str] = set()  # a type change (file <-> symlink) is a deletion, then a creation
+    for fp in patch.files:
+        if fp.old_path is None:
+            if fp.path not in deleted and read(fp.path) is not None:
+                return f"file {fp.path}: the patch creates it, but it already exists"
+            continue
+        if fp.new_path is None:
+            deleted.add(fp.old_path)
+        blob = read(fp.old_path)
+        if blob is None:
+            return f"file {fp.old_path}: missing file (the patch modifies it, upstream does not have it)"
+        lines = _lines(blob.data)
+        for hunk in fp.hunks:
+            if (reason := diagnose_hunk(fp, hunk, lines)) is not None:
+                return reason
+    return None

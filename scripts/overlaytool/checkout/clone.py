@@ -20,7 +20,6 @@ from ..faults import kill_point
 from ..fetch import require_cached
 from ..gitcmd import git, has_commit
 from ..lock import hold
-from ..scratch import remove_dead_scratch
 from ..targets import Target
 from .gitdir import checkout_lock, gitdir, state_dir
 
@@ -43,7 +42,9 @@ def ensure_checkout(target: Target) -> None:
         if not (checkout / ".git").exists():  # else: cloned by a run we waited for, or by a killed one
             if checkout.exists() and any(checkout.iterdir()):
                 raise OverlayError(f"{checkout} exists but is not a git checkout; move it away first.")
-            remove_partial_clones(scratch)
+            for entry in scratch.iterdir():  # partial clones a killed run left
+                if entry.name != CLONE_LOCK:
+                    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
             remove_dead_scratch(checkout, "partial")
             partial = Path(tempfile.mkdtemp(prefix="partial-", dir=scratch))
             with target.mirror_read_lock("apply"):
@@ -61,6 +62,19 @@ def ensure_checkout(target: Target) -> None:
 CLONE_LOCK = "lock"
 
 
+def remove_dead_scratch(checkout: Path, kind: str) -> None:
+    """Remove the `kind` scratch folders of `checkout` whose run is gone (its pid no longer exists)."""
+    prefix = f".{checkout.name}.{kind}-"
+    for path in checkout.parent.glob(f"{prefix}*"):
+        pid = path.name.removeprefix(prefix).split("-")[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
 def clone_scratch(checkout: Path) -> Path:
     """Where partial clones of `checkout` are made: inside the enclosing checkout's git directory
     for a nested one (mmdetection3d in StreamPETR: never in a work tree `git status` sees), else
@@ -68,13 +82,6 @@ def clone_scratch(checkout: Path) -> Path:
     if (checkout.parent / ".git").exists():
         return state_dir(checkout.parent) / f"clone-{checkout.name}"
     return checkout.parent / f".{checkout.name}.clone"
-
-
-def remove_partial_clones(scratch: Path) -> None:
-    """Every partial clone a killed run left in `scratch` (call with its lock held)."""
-    for entry in scratch.iterdir():
-        if entry.name != CLONE_LOCK:
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def ensure_pin_commit(target: Target) -> None:

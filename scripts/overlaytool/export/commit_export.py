@@ -1,4 +1,5 @@
-"""Export commits on top of the pin as the patch series: one `git format-patch` file per commit.
+"""The series as commits on top of the pin (`edit`, and the rebase's start: `series_commits`), and those
+commits exported back as the patch series: one `git format-patch` file per commit.
 
 The exports are byte-stable (zero commit ids, no signature, no stat, full blob ids, the tool's
 identity and dates come from the commits). A commit's `Patch-Filename:` trailer names its file,
@@ -13,10 +14,11 @@ import re
 from pathlib import Path
 
 from ..atomic_write import replace_file
+from ..checkout.gitdir import checkout_lock
 from ..errors import OverlayError
 from ..gitcmd import TOOL_IDENTITY, git, git_out
 from ..patchfile import FILENAME_TRAILER, Patch, decode, filename_trailer
-from ..series import write_series
+from ..series import load_series, write_series
 from ..targets import Target
 
 FORMAT_PATCH = (
@@ -86,3 +88,20 @@ def export_commits(target: Target, patches: list[Patch], base: str | None = None
         (target.patch_dir / old).unlink()
     write_series(target.patch_dir, names, base)
     return names
+
+
+def series_commits(checkout: Path, base: str, patches: list[Patch]) -> list[str]:
+    """Commit each patch (`git am`, the tool's identity) on `base` in `checkout`; the new commits."""
+    git("checkout", "--quiet", "--force", "--detach", base, cwd=checkout)
+    for patch in patches:
+        git("am", "--quiet", "--keep-cr", str(patch.path), cwd=checkout, env=TOOL_IDENTITY)
+    return git_out("rev-list", "--reverse", f"{base}..HEAD", cwd=checkout).split()
+
+
+def commit_series(target: Target) -> int:
+    """`edit`: commit each patch of the series on the pin, to edit with git; return how many."""
+    checkout = target.checkout
+    with checkout_lock(checkout, "edit"):
+        if git_out("rev-parse", "HEAD", cwd=checkout) != target.pin.commit:
+            raise OverlayError(f"{checkout} already has commits on top of the pin.")
+        return len(series_commits(checkout, target.pin.commit, load_series(target.patch_dir)))

@@ -123,29 +123,25 @@ def refresh_target(target: Target) -> str:
     if not (target.checkout / ".git").exists():
         raise OverlayError(f"{target.checkout} does not exist: run `nox -s apply` first.")
     with checkout_lock(target.checkout, "refresh"):
-        return _refresh_locked(target)
-
-
-def _refresh_locked(target: Target) -> str:
-    patches = load_series(target.patch_dir)
-    stamp = read_stamp(target.checkout)
-    overlay = _sync_overlay(target, stamp)
-    head = git_out("rev-parse", "HEAD", cwd=target.checkout)
-    if head != target.pin.commit:
-        dirty = git("status", "--porcelain", "--untracked-files=no", cwd=target.checkout).stdout.strip()
-        if dirty:
-            raise OverlayError(
-                f"{target.checkout} has commits on top of the pin and uncommitted changes:\n{dirty}\n"
-                "Commit (or discard) them first, then refresh."
+        patches = load_series(target.patch_dir)
+        stamp = read_stamp(target.checkout)
+        overlay = _sync_overlay(target, stamp)
+        head = git_out("rev-parse", "HEAD", cwd=target.checkout)
+        if head != target.pin.commit:
+            dirty = git("status", "--porcelain", "--untracked-files=no", cwd=target.checkout).stdout.strip()
+            if dirty:
+                raise OverlayError(
+                    f"{target.checkout} has commits on top of the pin and uncommitted changes:\n{dirty}\n"
+                    "Commit (or discard) them first, then refresh."
+                )
+            names = export_commits(target, patches)
+            summary = f"{target.label}: exported {len(names)} commit(s) as patches"
+        else:
+            owned = stamp["files"] if stamp else {}
+            names = export_work_tree(target, patches, owned)
+            summary = f"{target.label}: {len(names)} patch(es) rewritten" + (
+                f" ({', '.join(names)})" if names else ""
             )
-        names = export_commits(target, patches)
-        summary = f"{target.label}: exported {len(names)} commit(s) as patches"
-    else:
-        owned = stamp["files"] if stamp else {}
-        names = export_work_tree(target, patches, owned)
-        summary = f"{target.label}: {len(names)} patch(es) rewritten" + (
-            f" ({', '.join(names)})" if names else ""
-        )
-    if overlay:
-        summary += f"; overlay files updated: {', '.join(overlay)}"
-    return summary
+        if overlay:
+            summary += f"; overlay files updated: {', '.join(overlay)}"
+        return summary

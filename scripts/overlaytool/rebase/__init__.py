@@ -1,6 +1,6 @@
 """`rebase`: move a target's patch series to a new upstream commit, one patch at a time.
 
-The series becomes commits on the old pin (as `edit` makes them: export/edit.py), then each patch
+The series becomes commits on the old pin (as `edit` makes them: export/commit_export.py), then each patch
 is replayed onto the target (replay.py, in the replay step of flow.py) and gets a status: `clean`,
 `offset`, `merged-3way` (a three-way merge, also the way a patch follows a file upstream moved: the
 status says `old → new`), `already-upstream` (dropped), `conflict` or `missing-at-target` (both

@@ -11,11 +11,11 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..checkout.clone import remove_dead_scratch
 from ..checkout.overlap import OVERLAP, overlap_message, overlaps
 from ..fetch import drop_keep_ref, require_cached
 from ..gitcmd import git
 from ..patchfile import Patch
-from ..scratch import remove_dead_scratch
 from ..series import load_series
 from ..targets import Target
 from .flow import FINISH_CHECK, Run, run_steps

@@ -2,7 +2,7 @@
 `rebase --check` (`check.py`) both run; they differ only in how it ends: a real finish writes the
 series and the pin, `--check` reports on a scratch clone.
 
-The steps: the series becomes commits on the old pin (`edit`'s way: export/edit.py), the target is
+The steps: the series becomes commits on the old pin (`edit`'s way: export/commit_export.py), the target is
 checked out, the patches are replayed onto it and the overlay's references checked in the rebased
 tree (`--check` goes on past a stop), the replayed series is exported into a staging
 directory and checked there as `apply` would check it (finish.py). `--continue` and `--skip` come
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..checkout.clone import leave_outside
 from ..errors import OverlayError
-from ..export.edit import series_commits
+from ..export.commit_export import series_commits
 from ..gitcmd import git, git_out, tree_files
 from ..patchfile import parse_patch
 from ..pins import Pin
@@ -128,18 +128,12 @@ def stage_series(run: Run) -> None:
     run.staged = stage(run.target, run.series, run.new_pin)
 
 
-def check_staged(run: Run) -> None:
-    """The staged series against the new pin: every check `apply` makes."""
-    assert run.staged is not None
-    check(run.staged)
-
-
 STEPS: list[tuple[str, Callable[[Run], Stop | None]]] = [
     ("commits", as_commits),
     ("target", check_out_target),
     ("replay", replay_patches),
     ("stage", stage_series),
-    ("check", check_staged),
+    ("check", lambda run: check(run.staged)),  # the staged series against the new pin, as `apply` checks
 ]
 RESUME = "replay"  # where `--continue` and `--skip` come back in
 FINISH = {"stage", "check"}  # their failure is a stop (FINISH_CHECK) with the reason as its note

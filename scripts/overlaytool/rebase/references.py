@@ -405,14 +405,7 @@ def _patch_paths(
 def _ref(
     file: str, kind: str, names: str, expected: str | None, candidate: str | None, note: str = ""
 ) -> dict:
-    return {
-        "file": file,
-        "kind": kind,
-        "names": names,
-        "expected": expected,
-        "candidate": candidate,
-        "note": note,
-    }
+    return dict(file=file, kind=kind, names=names, expected=expected, candidate=candidate, note=note)
 
 
 def reference_lines(references: list[dict]) -> list[str]:

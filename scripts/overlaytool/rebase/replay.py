@@ -16,11 +16,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnose import diagnose_patch
 from ..errors import OverlayError
 from ..faults import kill_point
-from ..gitcmd import TOOL_IDENTITY, git
-from ..patchfile import Patch
+from ..gitcmd import TOOL_IDENTITY, git, tree_files
+from ..patchfile import Patch, diagnose_patch
 from ..tree.files import current
 from .settle import settle
 from .state import Stop
@@ -55,15 +54,6 @@ def patch_paths(patch: Patch, moved: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def moves_of(patch: Patch, moved: dict[str, str]) -> list[str]:
-    """`old → new` for each file of the patch that upstream moved."""
-    return [f"{fp.old_path} → {moved[fp.old_path]}" for fp in patch.files if fp.old_path in moved]
-
-
-def in_head(checkout: Path, rel: str) -> bool:
-    return git("cat-file", "-e", f"HEAD:{rel}", cwd=checkout, check=False).returncode == 0
-
-
 def unmerged(checkout: Path) -> list[str]:
     """Paths with conflict stages in the index."""
     out = git("diff", "--name-only", "-z", "--diff-filter=U", cwd=checkout).stdout
@@ -76,28 +66,21 @@ def changed_tracked(checkout: Path) -> list[str]:
     return sorted({p for p in out.split("\0") if p})
 
 
-def _data(checkout: Path, rel: str) -> bytes | None:
-    blob = current(checkout, rel)
-    return None if blob is None else blob.data
-
-
 def replay(checkout: Path, patch: Patch, commit: str, moved: dict[str, str]) -> Replayed:
     """Replay `patch` (whose commit on the old pin is `commit`) onto HEAD; a stop leaves the merge
     result in the work tree and index for the user to resolve."""
     path = str(patch.path)
-    moves, paths = moves_of(patch, moved), patch_paths(patch, moved)
+    moves = [f"{fp.old_path} → {moved[fp.old_path]}" for fp in patch.files if fp.old_path in moved]
+    paths = patch_paths(patch, moved)
     if git("apply", "--check", "-R", path, cwd=checkout, check=False).returncode == 0:
         return Replayed(ALREADY_UPSTREAM, moves, paths)
     if git("apply", "--check", path, cwd=checkout, check=False).returncode == 0:
-        exact = diagnose_patch(patch, lambda rel: _data(checkout, rel)) is None
+        exact = diagnose_patch(patch, lambda rel: current(checkout, rel)) is None
         git("am", "--quiet", "--keep-cr", path, cwd=checkout, env=TOOL_IDENTITY)
         kill_point(f"replay:{patch.name}:committed")
         return Replayed(CLEAN if exact else OFFSET, moves, paths)
-    missing = [
-        fp.old_path
-        for fp in patch.files
-        if fp.old_path is not None and not in_head(checkout, moved.get(fp.old_path, fp.old_path))
-    ]
+    tree = tree_files(checkout)  # HEAD's files: a file the patch modifies may be gone at the target
+    missing = [p for fp in patch.files if (p := fp.old_path) is not None and moved.get(p, p) not in tree]
     proc = git(
         "cherry-pick", "--no-commit", "-X", f"find-renames={RENAME_THRESHOLD}%", commit,
         cwd=checkout, env=TOOL_IDENTITY, check=False,

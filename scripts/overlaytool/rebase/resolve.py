@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 
 from ..cache import KEEP_REFS, mirror_path
-from ..fetch import fetch, fetch_ref, require_cached
+from ..fetch import fetch, fetch_ref, local_source, require_cached
 from ..gitcmd import git, has_commit
-from ..origins import local_source
 from ..pins import URL_RE
 from ..targets import Target
 

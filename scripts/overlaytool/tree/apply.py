@@ -7,7 +7,7 @@ those files (or of any tracked file) is detected and never discarded without `--
 
 Interruption and company: the whole run holds the checkout's lock (lock.py); a fresh checkout is
 cloned into a private temporary directory and renamed into place; before the first work-tree
-write a journal (journal.py) records every path and the states the run may leave there, so a
+write a journal (stamp.py) records every path and the states the run may leave there, so a
 rerun after a kill at any point recognises its own writes and completes the job.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checkout.clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
-from ..checkout.gitdir import checkout_lock
+from ..checkout.gitdir import checkout_lock, state_dir
 from ..checkout.gitlocks import clear_stale_index_lock_of_checkout, run_index_git
 from ..checkout.overlap import overlap_message, overlaps
 from ..errors import OverlayError
@@ -30,9 +30,8 @@ from ..patchfile import Patch
 from ..series import load_series
 from ..targets import Target
 from .files import put, remove_leftover_tmp
-from .journal import clear_journal, read_journal, write_journal
-from .series_index import build_result, clear_stale_index_lock
-from .stamp import read_stamp, write_stamp
+from .series_index import build_result
+from .stamp import clear_journal, read_journal, read_stamp, write_journal, write_stamp
 from .write_plan import local_edits, next_journal, plan_writes
 
 
@@ -78,7 +77,7 @@ def apply_target(target: Target, force: bool = False, targets: list[Target] | No
 
 def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path], force: bool) -> Outcome:
     checkout, label, pin = target.checkout, target.label, target.pin.commit
-    clear_stale_index_lock(checkout)
+    (state_dir(checkout) / "series.index.lock").unlink(missing_ok=True)  # left by a killed git
     clear_stale_index_lock_of_checkout(checkout)
     journal = read_journal(checkout)
     if journal:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..atomic_write import remove_leftovers, replace_file
-from ..blob import SYMLINK, Blob, blob_at
 from ..gitcmd import git
+from ..overlay import SYMLINK, Blob, blob_at
 
 
 def current(checkout: Path, rel: str) -> Blob | None:

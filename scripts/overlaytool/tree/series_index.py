@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..blob import Blob
 from ..cache import mirror_path
 from ..checkout.gitdir import state_dir
-from ..diagnose import diagnose_patch
 from ..errors import OverlayError
 from ..gitcmd import git, git_out, tree_files
-from ..overlay import overlay_blob
-from ..patchfile import Patch
+from ..overlay import Blob, overlay_blob
+from ..patchfile import Patch, diagnose_patch
 from ..targets import Target
 
 
 def index_env(checkout: Path) -> dict[str, str]:
     """Environment selecting the private index the series is applied to."""
     return {"GIT_INDEX_FILE": str(state_dir(checkout) / "series.index")}
-
-
-def clear_stale_index_lock(checkout: Path) -> None:
-    """Remove the private index's `.lock` a killed git left behind (call with the checkout lock held)."""
-    (state_dir(checkout) / "series.index.lock").unlink(missing_ok=True)
 
 
 def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:
@@ -41,7 +34,7 @@ def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path])
     git("read-tree", target.pin.commit, cwd=checkout, env=env)
     touched: set[str] = set()
     for number, patch in enumerate(patches, 1):
-        problem = diagnose_patch(patch, lambda p: _index_data(checkout, env, p))
+        problem = diagnose_patch(patch, lambda p: _index_blob(checkout, env, p))
         if problem is None:
             proc = git(
                 "apply", "--cached", "--check", "-v", str(patch.path), cwd=checkout, env=env, check=False
@@ -86,11 +79,6 @@ def _index_blob(checkout: Path, env: dict[str, str], path: str) -> Blob | None:
         return None
     mode, sha = entry.split()[:2]
     return Blob(mode, git("cat-file", "blob", sha, cwd=checkout, text=False).stdout)
-
-
-def _index_data(checkout: Path, env: dict[str, str], path: str) -> bytes | None:
-    blob = _index_blob(checkout, env, path)
-    return None if blob is None else blob.data
 
 
 def pin_blob(target: Target, rel: str) -> Blob | None:

@@ -1,5 +1,12 @@
-"""The stamp of the last completed apply (`.git/streampetr-dali/stamp.json`): the pin, a digest of
-series and overlay, and every file written with its [mode, blob id]."""
+"""The apply's records in `.git/streampetr-dali/`, each replaced atomically: the stamp of the last
+completed apply (the pin, a digest of series and overlay, every file written with its [mode, blob id])
+and the journal of a run in progress.
+
+The journal, on disk before the work tree is touched, lists every path the run will write and the
+states ([mode, blob id], or None for absent) that count as the tool's own there: the state found
+before the run and the state it writes. A killed run leaves it; the rerun accepts exactly those
+states as its own, finishes the job and deletes it. Anything else at a journaled path is a user edit.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +17,39 @@ from ..atomic_write import replace_file
 from ..checkout.gitdir import state_dir
 
 
-def read_stamp(checkout: Path) -> dict | None:
-    """The stamp of the last completed apply, or None."""
-    path = state_dir(checkout) / "stamp.json"
+def _read(checkout: Path, name: str) -> dict | None:
+    path = state_dir(checkout) / name
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
+def _write(checkout: Path, name: str, data: dict) -> None:
+    replace_file(state_dir(checkout) / name, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def read_stamp(checkout: Path) -> dict | None:
+    """The stamp of the last completed apply, or None."""
+    return _read(checkout, "stamp.json")
+
+
 def write_stamp(checkout: Path, stamp: dict) -> None:
-    """Replace the stamp atomically."""
-    replace_file(state_dir(checkout) / "stamp.json", json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    _write(checkout, "stamp.json", stamp)
+
+
+def read_journal(checkout: Path) -> dict | None:
+    """The journal a killed run left, or None."""
+    return _read(checkout, "journal.json")
+
+
+def write_journal(checkout: Path, journal: dict) -> None:
+    """Record the plan durably, before the first work-tree write."""
+    _write(checkout, "journal.json", journal)
+
+
+def clear_journal(checkout: Path) -> None:
+    """The run completed: forget the plan."""
+    (state_dir(checkout) / "journal.json").unlink(missing_ok=True)
+
+
+def owns(journal: dict | None, rel: str, state: list[str] | None) -> bool:
+    """True when `state` at `rel` is one the journaled run may have left there."""
+    return journal is not None and rel in journal["paths"] and state in journal["paths"][rel]

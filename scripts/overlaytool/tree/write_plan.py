@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..blob import Blob
 from ..gitcmd import git, git_out
+from ..overlay import Blob
 from ..targets import Target
 from .files import current_state, modified, same_state
-from .journal import owns
 from .series_index import pin_blob
+from .stamp import owns
 
 
 def local_edits(
