@@ -2,9 +2,6 @@
 
 The targets are those of patches/config.toml: apply, refresh and lint take every target, or the
 ones `--target NAME` names (repeatable); edit and rebase take one, StreamPETR unless named.
-
-apply, refresh, edit, rebase and fetch take a lock (per checkout, per cache mirror); a second run
-waits for the first, up to `--lock-timeout` seconds (or $STREAMPETR_DALI_LOCK_TIMEOUT, default 600).
 """
 
 from __future__ import annotations

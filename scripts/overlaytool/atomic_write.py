@@ -1,18 +1,8 @@
 """The one way overlaytool (and forkwatch) replaces a file: whole, and on disk when the call returns.
 
-The new content goes to a temporary file beside the target (`.<name>.<pid>.streampetr-dali-tmp`,
-created exclusively, so two writers never share one), is fsynced, renamed over the target, and the
-folder is fsynced: a reader, a kill (Ctrl-C, SIGKILL) or a power cut leaves the old content or the
-new, never half of it, never an empty file.
-
-One durability level for every file, the one the strictest write needs: apply's journal must be
-on disk before the first work-tree write, and every file apply then writes must come back after a
-crash in one of the two states the journal lists for it, or the rerun refuses it as a user edit
-(docs/apply.md, crash-consistent). A file renamed into place without an fsync of its data can come
-back empty after a power cut (delayed allocation); without the folder's fsync the rename itself
-can be lost. The stamp, the rebase's state, patches and pins are read back the same way, so they
-get the same guarantee. The cost, two fsyncs, is a few milliseconds a file; a fresh apply of the
-project writes about 70 files.
+A temporary file beside the target, fsynced, renamed over it, then the folder fsynced: a kill or a
+power cut leaves the old content or the new. Apply's journal needs this durability (docs/apply.md,
+crash-consistent); every file gets it, at a few milliseconds a file.
 """
 
 from __future__ import annotations
@@ -29,12 +19,10 @@ TMP_SUFFIX = ".streampetr-dali-tmp"
 def replace_file(
     path: Path, data: bytes | str, *, mode: int | None = None, link: bool = False, step: str | None = None
 ) -> None:
-    """Make `path` hold `data` (a str is written as UTF-8): a temporary file, fsync, rename, fsync of
-    the folder.
+    """Make `path` hold `data` (a str as UTF-8): a temporary file, fsync, rename, fsync of the folder.
 
-    `mode`: the file's permission bits exactly, whatever the umask (None: what the umask leaves of
-    0o666); `link`: make `path` a symlink whose target is `data`; `step`: the kill point
-    `<step>:tmp` between the temporary file and the rename. Any failure removes the temporary file."""
+    `mode`: the permission bits exactly, whatever the umask; `link`: a symlink to `data`; `step`: the kill
+    point `<step>:tmp` before the rename. Any failure removes the temporary file."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     tmp.unlink(missing_ok=True)  # left by a killed process that had this pid

@@ -1,15 +1,7 @@
-"""The local upstream cache: one bare mirror per pinned repository, per user.
+"""The local upstream cache: one bare mirror per pinned repository, per user (docs/offline.md).
 
-Location: `$STREAMPETR_DALI_CACHE`, else `$XDG_CACHE_HOME/streampetr-dali`, else
-`~/.cache/streampetr-dali`. Mirrors live in `<cache>/mirrors/<owner>+<repo>.git`, each with a lock
-file beside it (`<owner>+<repo>.lock`): fetch holds it exclusively, a clone from the mirror
-shares it. A mirror is (re)built by cloning into a fresh directory that is swapped in atomically,
-so a damaged mirror is repaired by any fetch and a killed fetch never leaves half a mirror.
-
-What the refs of a mirror mean: `refs/heads` and `refs/tags` are the pinned URL's, written only by
-a fetch from that URL. Anything fetched from elsewhere (`--from`, a pin's `source`) is fetched by
-commit id, or as the one ref asked for, into `refs/streampetr-dali/keep/<commit>`, so a fork's
-`main` never replaces upstream's.
+`<cache>/mirrors/<owner>+<repo>.git`, with its lock beside it. `refs/heads` and `refs/tags` are the
+pinned URL's; anything fetched from elsewhere is kept under `refs/streampetr-dali/keep/<commit>`.
 """
 
 from __future__ import annotations
@@ -50,11 +42,8 @@ def is_cached(pin: Pin) -> bool:
 
 
 def damage(mirror: Path) -> str | None:
-    """What is wrong with the mirror's git directory or packs, or None when it looks sound.
-
-    Cheap: every pack must end with the checksum its index records (a truncated or replaced pack
-    does not), so this reads 60 bytes per pack, not the packs.
-    """
+    """What is wrong with the mirror's git directory or packs, or None when it looks sound. Cheap: a
+    pack must end with the checksum its index records (60 bytes read per pack)."""
     proc = git("rev-parse", "--git-dir", cwd=mirror, check=False)
     if proc.returncode != 0:
         return f"not a git repository: {proc.stderr.strip()}"

@@ -1,9 +1,5 @@
-"""Test-only fault injection: the writers call `kill_point(step)` after every step that writes.
-
-`STREAMPETR_DALI_TEST_KILL_AT=<step>` makes the process SIGKILL itself right after that step (a
-real, uncatchable kill: no `finally`, no atexit), so the tests can prove that a rerun converges.
-`STREAMPETR_DALI_TEST_TRACE=<file>` appends every step name to `<file>`, so the tests can check
-that they cover every step. Both are unset in normal use, where this costs one dict lookup.
+"""Test-only fault injection: `$STREAMPETR_DALI_TEST_KILL_AT=<step>` SIGKILLs the process right after
+that step, `$STREAMPETR_DALI_TEST_TRACE=<file>` appends every step name to the file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Fill the local upstream cache: the pinned commits (and rebase targets) into the bare mirrors.
-
-A damaged or missing mirror is rebuilt in a fresh directory and swapped in atomically, so a
-killed fetch never leaves half a mirror. Only a fetch from the pinned URL writes `refs/heads`
-and `refs/tags`; anything from elsewhere is fetched by commit id (or as the one ref asked for)
-into the keep refs. Every failure says what is missing and the next step.
+"""Fill the local upstream cache: the pinned commits (and rebase targets) into the bare mirrors; a
+damaged or missing mirror is rebuilt aside and swapped in atomically (docs/offline.md).
 """
 
 from __future__ import annotations
@@ -65,10 +61,7 @@ def source_dir(origin: str) -> Path | None:
 def _run_progress(
     args: list[str], cwd: Path | None, config: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
-    """Run git, showing its progress meter when stderr is a terminal; keep stderr for error reports.
-
-    Git sees a pipe, so it prints progress only with `--progress`, which is added for a terminal
-    alone: a redirected log gets git's messages, not hundreds of carriage-return lines."""
+    """Run git, with its progress meter only when stderr is a terminal; keep stderr for error reports."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     progress = ["--progress"] if sys.stderr.isatty() else []
     options = [flag for setting in config for flag in ("-c", setting)]
@@ -154,11 +147,7 @@ def missing_objects_step(proc: subprocess.CompletedProcess, origin: str) -> str 
 
 def fetch(pin: Pin, source: str | None = None, want: Iterable[str] = ()) -> Path:
     """Make sure the cache holds `pin.commit` (and the full commit ids in `want`); return the mirror.
-
-    With `source` (a path or URL of any mirror or clone) the cache is seeded from it; without it the
-    pinned URL is used, and only when something is missing or the mirror is damaged. Branch names are
-    never trusted: success means the commit objects are present.
-    """
+    With `source` the cache is seeded from it, else from the pinned URL when something is missing."""
     mirror = mirror_path(pin)
     commits = [pin.commit, *want]
     local = local_source(source) if source else None
@@ -215,10 +204,8 @@ def _fetch_by_id(mirror: Path, origin: str, local: bool, commits: list[str]) -> 
 
 
 def fetch_ref(pin: Pin, ref: str, source: str | None) -> str:
-    """The commit `ref` (a branch or tag name) names at `source`, else at the pinned `url`; the mirror
-    keeps it under `refs/streampetr-dali/keep/<commit>`, and nothing else of the cache changes.
-
-    Offline, a name without `source` falls back to the mirror's own copy of the pinned URL's ref."""
+    """The commit `ref` (a branch or tag) names at `source`, else at the pinned URL, kept under the keep
+    refs; offline, a name without `source` falls back to the mirror's copy of the pinned URL's ref."""
     origin_arg = source or pin.url  # a bare name is the pinned URL's, even when a fork serves the pin
     local = local_source(origin_arg) if source else None
     origin = str(local) if local else origin_arg

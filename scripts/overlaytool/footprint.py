@@ -1,9 +1,5 @@
-"""A series' footprint: the upstream lines each patch changes (added and removed), and the hook limit.
-
-Patches are hooks: the logic lives in the overlay, a patch adds the fewest upstream lines that call
-into it (an import, a call, a guard). Every line a patch holds in a file that forks edit is a chance
-for a rebase to stop. A patch that adds more than :data:`ADDED_LIMIT` lines needs a reason, written
-in its header as a `Hook-Size-Reason:` field; the lint reports one without it.
+"""A series' footprint: the upstream lines each patch adds and removes; a patch adding more than
+:data:`ADDED_LIMIT` needs a `Hook-Size-Reason:` header field (docs/patches.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The series lint: what `lint` reports and what `apply` refuses before it touches anything.
-
-Per series: missing files, unlisted patches, duplicates, names or paths escaping their folder,
-patches without a header (Subject plus a DEP-3 `Description` and `Forwarded`), and a
-`Patch-Filename:` trailer naming another file. For the project: folders and patch files in
-`patches/` that no target of `patches/config.toml` names (a misspelt folder applies nothing).
+"""The series lint: what `lint` reports and what `apply` refuses before it touches anything, per series
+and for `patches/` as a whole (docs/patches.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Serialise the tools: one `flock` per checkout and per cache mirror.
-
-The lock file holds the holder's pid, command and start time, for messages only: the kernel
-releases an flock when its holder dies, so a lock left by a killed process is free at once. A
-second invocation prints what it waits for and gives up after `STREAMPETR_DALI_LOCK_TIMEOUT`
-seconds (default 600; `--lock-timeout` on the command line). Locks are re-entrant within one
-process (refresh and rebase call apply while holding the checkout's lock).
+"""Serialise the tools: one `flock` per checkout and per cache mirror, re-entrant within a process; a
+second run waits up to `--lock-timeout` (docs/apply.md). The lock file names its holder for messages.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""One patch file of a series: a `git format-patch` file with a DEP-3 header, parsed into hunks, and
-why a hunk does not sit exactly where it says (`diagnose_patch`).
-
-Patch files are UTF-8; bytes that are not are kept as they are (surrogate escapes), so reading
-and writing a patch never loses or changes a byte. The header's `Patch-Filename:` trailer is the
-patch's identity: refresh names the file after it, so a retitled commit keeps its file.
+"""One patch file of a series: a `git format-patch` file with a DEP-3 header, parsed into hunks (bytes
+kept exactly: surrogate escapes), and why a hunk does not sit exactly where it says (`diagnose_patch`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The patch targets, read from `patches/config.toml`: each pinned upstream with its series and overlay.
-
-One `[[target]]` table per target, in apply order (a checkout nested in another's comes after it):
-`name` (what `--target` takes), `pin` (the pin file; its `checkout` key says where it is checked out),
-`patches` (the folder holding its `series` and `.patch` files) and, optionally, `overlay`,
-`overlay_moves` (a table: overlay folder → the folder of the upstream tree it lands in, for an
-upstream that moved the code the overlay builds on) and `outside` (folders of the upstream tree
-the checkout leaves out because another target's checkout is there: a fork's vendored copy). A
-listed target whose folder or series file is missing is an error naming the file: nothing applies
-silently.
+"""The patch targets, read from `patches/config.toml`: each pinned upstream with its series and overlay
+(docs/patches.md). A listed target whose folder or series file is missing is an error naming it.
 """
 
 from __future__ import annotations

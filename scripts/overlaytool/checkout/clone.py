@@ -1,9 +1,4 @@
-"""The checkouts `apply` makes: a clone of the cache mirror at the pin, made whole or not at all.
-
-A fresh checkout is cloned into a private scratch directory and renamed into place; a checkout
-made for an older pin gets the pinned commit from the mirror; a checkout nested in another's
-(mmdetection3d in StreamPETR) is kept out of the outer one's `git status`.
-"""
+"""The checkouts `apply` makes: a clone of the cache mirror at the pin, made whole or not at all."""
 
 from __future__ import annotations
 
@@ -25,13 +20,9 @@ from .gitdir import checkout_lock, gitdir, state_dir
 
 
 def ensure_checkout(target: Target) -> None:
-    """Clone the mirror at the pinned commit where no checkout exists yet.
-
-    The clone is made in a private directory under `clone_scratch` and renamed into place, all
-    under the scratch's lock: concurrent runs never share a half-made `.git` (the first one clones,
-    the others find the checkout), and a run killed half-way leaves its partial clone where the
-    next run, holding the lock, removes it (with the scratch) — never inside a checkout's work tree.
-    """
+    """Clone the mirror at the pinned commit where no checkout exists yet: in a private folder under
+    `clone_scratch`, renamed into place, under the scratch's lock (a killed run's partial clone is removed
+    by the next)."""
     checkout = target.checkout
     scratch = clone_scratch(checkout)
     if (checkout / ".git").exists() and not scratch.exists():

@@ -1,14 +1,6 @@
-"""Git's own `index.lock` in a checkout: removed when provably left by the tool's own killed git,
-else reported with the command that clears it.
-
-Git creates `.git/index.lock` exclusively and renames it over the index when done; a git killed
-meanwhile leaves it, and every later git command that writes the index fails ("File exists").
-The one git command of `apply` that writes the checkout's index (`git reset`) is started through
-`run_index_git`, which records its pid, start time and the wall time before it runs. A later run,
-holding the checkout lock, removes a lock only when that record exists, the lock is younger than
-the record, the recorded process is gone (or the pid now belongs to another process) and no
-process this user can see has the lock file open. Anything else is a git the tool did not start
-(the user's, an IDE's): it is reported, never removed.
+"""Git's own `index.lock` in a checkout: removed when provably left by the tool's own killed git
+(the record `run_index_git` writes: pid, start time; the process gone, no one holding the file),
+else reported with the command that clears it (docs/apply.md).
 """
 
 from __future__ import annotations

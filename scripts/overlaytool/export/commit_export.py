@@ -1,11 +1,6 @@
 """The series as commits on top of the pin (`edit`, and the rebase's start: `series_commits`), and those
-commits exported back as the patch series: one `git format-patch` file per commit.
-
-The exports are byte-stable (zero commit ids, no signature, no stat, full blob ids, the tool's
-identity and dates come from the commits). A commit's `Patch-Filename:` trailer names its file,
-so a retitled commit keeps its file, and with it its place and group label in the series; a
-commit without one (a new one) is named after its subject, gets the trailer in its export, and
-keeps that name from then on.
+commits exported back byte-stably, one `git format-patch` file per commit, named by its
+`Patch-Filename:` trailer (a new commit: after its subject) (docs/patches.md).
 """
 
 from __future__ import annotations

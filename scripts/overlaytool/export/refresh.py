@@ -1,11 +1,6 @@
-"""`refresh`: export the changes in an applied checkout back to the patch series, byte-stably.
-
-Two ways to edit upstream:
-- in the work tree (after `apply`): each changed file goes back into the one patch that touches
-  it, keeping the patch's header; a file touched by several patches, or by none, needs commits;
-- as commits on top of the pin (`edit`): one commit per patch, exported by commit_export.py; a
-  patch keeps its file name (its `Patch-Filename:` trailer), whatever its subject becomes.
-Edits of overlay files are copied back to `overlay/`; overlay files never become patches.
+"""`refresh`: export the changes in an applied checkout back to the patch series, byte-stably: work-tree
+edits into the one patch owning each file, or commits on the pin (`edit`) exported one per patch;
+edits of overlay files are copied back to `overlay/` (docs/patches.md).
 """
 
 from __future__ import annotations
@@ -35,11 +30,8 @@ DIFF = (
 
 
 def _sync_overlay(target: Target, stamp: dict | None) -> list[str]:
-    """Copy overlay files edited in the checkout back into overlay/; return their paths.
-
-    Only a checkout copy that changed since the last apply wrote it is copied: where overlay/ is the
-    side that changed, the checkout holds the stale copy and overlay/ is kept. Where both changed (to
-    different contents), nothing is copied and the files are named: either copy would lose an edit."""
+    """Copy overlay files edited in the checkout (since the last apply wrote them) back into overlay/;
+    return their paths. Where both sides changed, nothing is written and the files are named."""
     written = stamp["files"] if stamp else {}
     copy, both = [], []
     for rel, source in target.overlay_files().items():

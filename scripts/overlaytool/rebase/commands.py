@@ -257,8 +257,5 @@ def finish(run: Run) -> list[str]:
     ]
     lines += state.warnings
     if state.unchecked:
-        lines += [
-            f"warning: {UNCHECKED}:",
-            *reference_lines(state.unchecked),
-        ]
+        lines += [f"warning: {UNCHECKED}:", *reference_lines(state.unchecked)]
     return [*lines, "range-diff of the old and new series:", range_diff.rstrip() or "  (identical)"]

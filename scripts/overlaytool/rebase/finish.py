@@ -1,11 +1,6 @@
-"""The project files a rebase changes — the target's `*.patch` files and `series`, its pin — all or nothing.
-
-`snapshot` copies them into the checkout's git directory when the rebase starts; `--abort` puts
-that copy back exactly (`restore`), whatever step a finish died at. A finish exports the new
-series into a staging directory (`stage`), checks it there (`check`: the series lint, overlay
-shadowing, every patch applying with zero fuzz and offset to the new pin in a private index), and
-only then writes the project files (`publish`), the pin last. A killed or failed finish leaves the
-rebase in progress, and `--continue` runs the whole finish again from the snapshot.
+"""The project files a rebase changes (the target's `*.patch`, `series`, its pin), all or nothing: a
+snapshot at the start (`--abort` restores it), the new series staged and checked, then written
+(`publish`), the pin last (docs/rebase.md).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The rebase's one sequence of steps (:data:`STEPS`), which the real rebase (`commands.py`) and
-`rebase --check` (`check.py`) both run; they differ only in how it ends: a real finish writes the
-series and the pin, `--check` reports on a scratch clone.
-
-The steps: the series becomes commits on the old pin (`edit`'s way: export/commit_export.py), the target is
-checked out, the patches are replayed onto it and the overlay's references checked in the rebased
-tree (`--check` goes on past a stop), the replayed series is exported into a staging
-directory and checked there as `apply` would check it (finish.py). `--continue` and `--skip` come
-back in at the replay (:data:`RESUME`).
+"""The rebase's one sequence of steps (:data:`STEPS`: commits, target, replay, stage, check), which the
+rebase (`commands.py`) and `rebase --check` (`check.py`) both run; `--continue` and `--skip` come back
+in at the replay (:data:`RESUME`).
 """
 
 from __future__ import annotations
@@ -67,13 +61,9 @@ def check_out_target(run: Run) -> None:
 
 
 def replay_patches(run: Run) -> Stop | None:
-    """Each patch from `state.next` onto the checkout's HEAD, then the overlay's references into the
-    rebased tree (`state.references`; those built at run time: `state.unchecked`), their one check;
-    the stop (saved in `state.stop`), or None when the series is through.
-
-    `go_on` (`--check`): a stopped patch is recorded as `state.first_stop`, left out, and the
-    statuses after it are marked provisional (the real run stops there); the references are checked
-    all the same, without the patches left out; the first stop it went past is returned."""
+    """Each patch from `state.next` onto HEAD, then the overlay's references in the rebased tree; the
+    stop (saved in `state.stop`), or None when the series is through. `go_on` (`--check`): a stop is
+    recorded as `state.first_stop` and left out, later statuses provisional."""
     target, state, save, checkout = run.target, run.state, run.save, run.target.checkout
     assert state.renames is not None
     while state.next < len(state.patches):

@@ -1,18 +1,6 @@
-"""The overlay's references into upstream, checked statically (`ast`) against a rebased tree.
-
-Three kinds: a config's `_base_` entry (relative to the config's folder, as mmcv resolves it);
-an import of an overlay module, in a patched file, an overlay file or a config's `custom_imports`,
-resolved where the runners look (a module or package the overlay puts in the file's own folder,
-`tool_hooks` for `tools/train.py`, beside it; one at the overlay's top, `dali_streampetr`, at the
-code root the runners put on the path: `src/` in a fork that moved its sources there); and a quoted
-path a patch adds that names an overlay file. Each must resolve to a file of the tree or of the
-overlay where it lands (after the target's `overlay_moves`); a `_base_` that leads into another
-target's checkout (the nested mmdetection3d: `../../../mmdetection3d/configs/_base_/...`) must be a
-file of that target's pinned tree or overlay. An unresolved one names the file, what it names, the path
-expected, and git's rename candidate at the target (or where the overlay puts the module). A
-`_base_` built at run time (`osp.join(osp.dirname(mmdet3d.__file__), ...)`) cannot be checked
-statically: it is listed apart (`unchecked_references`), never taken as resolved; so is a `_base_`
-of the target's own configs on an overlay config's chain that is built at run time or names no file.
+"""The overlay's references into upstream, checked statically (`ast`) against a rebased tree: a config's
+`_base_`, an import of an overlay module, a quoted path a patch adds that names an overlay file
+(docs/rebase.md). A `_base_` built at run time cannot be checked: it is listed apart, never resolved.
 """
 
 from __future__ import annotations
@@ -51,13 +39,9 @@ def unresolved_references(
 
 
 def unchecked_references(target: Target, checkout: Path, tree: set[str]) -> list[dict]:
-    """What the overlay's configs build on that the static check cannot vouch for: `_base_` entries
-    built at run time, in the overlay's configs and in the target's own configs (the files `tree` of
-    the rebased `checkout`) their `_base_` chains reach, and a string `_base_` of such an own config
-    naming no file (`expected`: the path). One built from a package's `__file__`
-    (`osp.dirname(mmdet3d.__file__)`) is named with its cause: it points into the installed package
-    (site-packages), where a wheel-installed mmdet3d has no `configs/`; the note gives the nested
-    checkout's path to the file."""
+    """What the overlay's configs build on that the static check cannot vouch for: `_base_` entries built
+    at run time (in the overlay's configs and the target's own configs their chains reach), and a string
+    `_base_` of such an own config naming no file."""
     raw = overlay_files(target.overlay_dir)
     nested = nested_trees(target)
     out, seen = [], set()
@@ -145,11 +129,8 @@ def _names_between(entry: str, expanded: str) -> list[str]:
 def _nested_path(
     dest: str, entry: str, package: str, nested: dict[str, tuple[str, set[str] | None]]
 ) -> str | None:
-    """The `_base_` string for an entry built from `<package>.__file__` with `osp.dirname` and
-    `osp.join` (`osp.join(osp.dirname(mmdet3d.__file__), '../configs/x.py')`, or through a variable:
-    `_base_entries` puts its value in) that reaches the same file in the nested checkout holding
-    `<package>/` (mmdetection3d at `mmdetection3d/`), relative to the config at `dest`; None when the
-    entry has another shape or no checkout has it."""
+    """The `_base_` string reaching, in the nested checkout holding `<package>/`, the file an entry built
+    from `<package>.__file__` names (relative to the config at `dest`); None for another shape."""
     try:
         where = _path_in_repository(ast.parse(entry, mode="eval").body, package)
     except SyntaxError:
@@ -284,12 +265,8 @@ def _imports(
     renames: dict[str, str],
     code: str,
 ) -> list[dict]:
-    """Imports of an overlay module, in the patched files, the overlay's own Python files and its
-    configs' `custom_imports`, resolved where the runners look: a module the overlay puts in the
-    importing file's own folder (`tools/tool_hooks/` for `tools/train.py`: the script's folder is on
-    the path) beside the file or at the code root; one at the overlay's top (`dali_streampetr/`) at
-    the code root, the folder the runners put on the path (`src/` in a fork that moved its sources
-    there), not the checkout's root."""
+    """Imports of an overlay module (in the patched files, the overlay's Python files and its configs'
+    `custom_imports`) that the runners would not find: beside the importing file, or at the code root."""
     was = {new: old for old, new in renames.items()}
     sources: list[tuple[str, str, str, set[str]]] = []  # (file, its folder, folder at the old pin, names)
     for rel in patched:

@@ -1,13 +1,6 @@
-"""Replay one patch of the series onto a checkout during a rebase, following upstream's renames.
-
-Each patch is tried in order: reversed (`already-upstream`), exactly (`clean`), with shifted lines
-(`offset`), then as a three-way merge of its commit (`git cherry-pick` with rename detection at
-`RENAME_THRESHOLD` percent similarity, git's default): `merged-3way` on success, else `conflict`.
-A file the patch modifies that the target has neither at its path nor under a detected new name is
-`missing-at-target`: the merge's copy of it is removed again, so a file upstream deleted or moved
-beyond detection is never re-created by the patch. A conflict the tool can settle (settle.py: the
-target already has the change, or only line endings differ) is settled, its evidence kept in `settled`:
-`merged-3way`, or `already-upstream` when nothing of the patch is left to add.
+"""Replay one patch of the series onto a checkout during a rebase, following upstream's renames: its
+status is `already-upstream`, `clean`, `offset`, `merged-3way`, `conflict` or `missing-at-target`
+(docs/rebase.md); a conflict settle.py can settle is settled.
 """
 
 from __future__ import annotations
@@ -140,14 +133,10 @@ def markers(checkout: Path, rels: list[str]) -> list[str]:
 
 
 def stage_resolution(checkout: Path, stop: Stop, dropped: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """Stage the user's resolution of a stopped patch; return the staged paths.
-
-    Only the patch's own paths (after renames) and the unmerged paths are staged — for a
-    missing-at-target stop also the tracked files the user changed to carry the change; untracked
-    files never. A missing file in `dropped` (`--drop-file`) needs no carrying: its part of the
-    patch is dropped, the rest kept. Refuses (naming files and lines) while a marker remains, a file
-    missing at the target was re-created, the change of a missing file is carried nowhere, or a
-    tracked file outside the patch changed."""
+    """Stage the user's resolution of a stopped patch (its own paths, the unmerged ones, and for a
+    missing-at-target stop the tracked files changed to carry it); return the staged paths. Refuses
+    (naming files) leftover markers, a re-created missing file, a change carried nowhere (unless
+    `dropped`), or a tracked file outside the patch."""
     own, conflicted, changed = set(stop.paths), set(unmerged(checkout)), set(changed_tracked(checkout))
     recreated = [m for m in stop.missing if current(checkout, m) is not None]
     if recreated:

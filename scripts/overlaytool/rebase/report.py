@@ -335,12 +335,7 @@ def write_report(
     elif references is None and not done:
         lines += ["", "Overlay references: not checked (the run stopped before the replay reached them)."]
     if state.unchecked:
-        lines += [
-            "",
-            f"## {UNCHECKED[0].upper()}{UNCHECKED[1:]}",
-            "",
-            *reference_lines(state.unchecked),
-        ]
+        lines += ["", f"## {UNCHECKED[0].upper()}{UNCHECKED[1:]}", "", *reference_lines(state.unchecked)]
     for d in details:
         title = SECTION.get(d["kind"], "Conflict in")
         lines += ["", f"## {title} `{d['file']}` ({stop.patch})", ""]

@@ -1,15 +1,6 @@
-"""Conflicts the replay settles itself, without a stop; each settlement comes with its evidence, which
-the statuses, the report and the finish summary list.
-
-- *already at the target*: every hunk of a conflicted file's part of the patch is in the target's file
-  already: its added lines (comment-only and blank lines aside) in order, at the place or moved, and
-  its removed lines gone. The file keeps the target's version; its part of the patch is dropped (the
-  whole patch, `already-upstream`, when that was all of it).
-- *line endings only*: the three sides of the merge (the pin's file, the target's, the patch's), with
-  CRLF read as LF, merge cleanly (`git merge-file`); the result gets the target's line endings.
-
-A file settles only by one of the two; where any conflicted file does not, nothing is settled and the
-patch stops as a `conflict`, as before.
+"""Conflicts the replay settles itself, without a stop, each with its evidence (docs/rebase.md): the
+target already has the change (*already at the target*), or only line endings differ (*line endings
+only*). Where any conflicted file settles by neither, nothing is settled and the patch stops.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""`apply`: pinned checkout + patch series (zero fuzz, zero offset) + overlay, atomically.
-
-Every patch is verified and applied to a private git index first; the work tree is written only
-when the whole series and the overlay are known to fit. A stamp in the checkout's git directory
-records what was written (content and git mode), so a rerun is a no-op and any later edit of
-those files (or of any tracked file) is detected and never discarded without `--force`.
-
-Interruption and company: the whole run holds the checkout's lock (lock.py); a fresh checkout is
-cloned into a private temporary directory and renamed into place; before the first work-tree
-write a journal (stamp.py) records every path and the states the run may leave there, so a
-rerun after a kill at any point recognises its own writes and completes the job.
+"""`apply`: pinned checkout + patch series (zero fuzz, zero offset) + overlay, atomically and
+idempotently (docs/apply.md): the series is verified in a private index first, a journal is on disk
+before the first work-tree write (stamp.py), and a stamp records what was written.
 """
 
 from __future__ import annotations
@@ -58,10 +50,8 @@ def _digest(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> s
 
 
 def apply_target(target: Target, force: bool = False, targets: list[Target] | None = None) -> Outcome:
-    """Bring one target to pin + series + overlay. See the module docstring for the guarantees.
-
-    With `targets` (all of them), a pin that tracks files where another target is checked out
-    (outside the target's `outside` folders) is refused first."""
+    """Bring one target to pin + series + overlay. With `targets` (all of them), a pin that tracks
+    files where another target is checked out (outside its `outside` folders) is refused first."""
     patches = load_series(target.patch_dir)
     overlay = target.overlay_files()
     ensure_checkout(target)  # clones when missing (checking the cache), clears a killed clone's scratch

@@ -1,11 +1,6 @@
 """Where StreamPETR's code sits in an applied checkout: the folder holding `projects/mmdet3d_plugin`
-and `projects/configs` — the checkout's root, or where a fork moved them (its sources under `src/`).
-
-Looked for where the target's `overlay_moves` put the overlay's `projects/` folder, then at the
-root, then at any folder of the checkout's tree that holds the plugin. What needs upstream's code
-(the equivalence harness, the vetting's config step, the runners behind `nox -s train_dali`,
-`evaluate`, `slurm_smoke`, `make_data` and `bench`, the CUDA op-set check) asks here instead of
-assuming the root, so a fork's layout is followed and never reported as an unapplied checkout.
+(the root, or where a fork moved it; docs/rebase.md). Looked for where `overlay_moves` puts the
+overlay's `projects/`, then at the root, then anywhere in the checkout's tree.
 """
 
 from __future__ import annotations
@@ -38,10 +33,8 @@ def _looked_at(moves: tuple[tuple[str, str], ...]) -> list[str]:
 
 
 def code_root_in(files: set[str], moves: tuple[tuple[str, str], ...]) -> str:
-    """:func:`code_root` of a tree given as its files (checked statically, before any apply): the
-    folder, relative to the checkout ("" for the root), that holds `projects/mmdet3d_plugin` where
-    `moves` put `projects/`, else at the root, else the shallowest such folder; the root when the
-    tree has no plugin at all."""
+    """:func:`code_root` of a tree given as its files (before any apply), relative to the checkout;
+    the root when the tree has no plugin."""
     for rel in _looked_at(moves):
         if posixpath.join(rel, PLUGIN, "__init__.py") in files:
             return rel
@@ -77,11 +70,8 @@ def code_root(target: Target) -> Path:
 
 
 def streampetr_code_root(root: Path = REPO_ROOT) -> Path:
-    """:func:`code_root` of the project's StreamPETR target (the first of `patches/config.toml`),
-    applied: where the runners run `tools/train.py` and `tools/test.py` and what they put on the
-    path. A fork that moved `projects/` keeps `tools/` beside it (`overlay_moves` moves both). A tree
-    that holds both where :func:`code_root` looks first is taken without asking git: the GPU stack
-    kit carries the applied tree without `.git` (checked against its digests instead)."""
+    """:func:`code_root` of the project's StreamPETR target, with `tools/train.py` beside it. A tree with
+    both where :func:`code_root` looks first is taken without git (the GPU stack kit has no `.git`)."""
     target = load_targets(root)[0]
     for rel in _looked_at(target.overlay_moves):  # also an applied tree without git: the stack kit's
         code = target.checkout / rel if rel else target.checkout

@@ -1,9 +1,5 @@
 """The series applied to a private git index of the pinned tree (`.git/streampetr-dali/series.index`):
-what `apply` will write, checked first.
-
-Every patch must fit with zero fuzz and zero offset; the first that does not is reported with
-its patch, file, hunk, reason and the upstream commits that touched its files since the pin.
-Nothing of the work tree is read or written here.
+what `apply` will write, checked first, every patch with zero fuzz and zero offset.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The apply's records in `.git/streampetr-dali/`, each replaced atomically: the stamp of the last
-completed apply (the pin, a digest of series and overlay, every file written with its [mode, blob id])
-and the journal of a run in progress.
-
-The journal, on disk before the work tree is touched, lists every path the run will write and the
-states ([mode, blob id], or None for absent) that count as the tool's own there: the state found
-before the run and the state it writes. A killed run leaves it; the rerun accepts exactly those
-states as its own, finishes the job and deletes it. Anything else at a journaled path is a user edit.
+"""The apply's records in `.git/streampetr-dali/`, replaced atomically: the stamp of the last completed
+apply (pin, digest, each file written with its [mode, blob id]) and the journal of a run in progress:
+the states each path may hold that count as the run's own, so a rerun after a kill completes the job.
 """
 
 from __future__ import annotations
