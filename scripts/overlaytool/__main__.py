@@ -151,18 +151,12 @@ def cmd_lint(args: argparse.Namespace) -> None:
     print("series: ok")
 
 
-def _targets_option(parser: argparse.ArgumentParser, default: str) -> None:
+def _target_option(parser: argparse.ArgumentParser, every: str | None = None) -> None:
+    """`--target NAME`: repeatable where `every` says what naming none takes, else one (the first)."""
+    many = f"a target of patches/config.toml (default: {every})"
+    one = "the target of patches/config.toml (default: the first)"
     parser.add_argument(
-        "--target",
-        action="append",
-        metavar="NAME",
-        help=f"a target of patches/config.toml (default: {default})",
-    )
-
-
-def _target_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--target", metavar="NAME", help="the target of patches/config.toml (default: the first)"
+        "--target", action="append" if every else "store", metavar="NAME", help=many if every else one
     )
 
 
@@ -187,22 +181,17 @@ def main(argv: list[str] | None = None) -> int:
         "fetch", parents=[common], help="fill the local upstream cache (from the pinned URLs or --from)"
     )
     p.add_argument("--from", dest="sources", action="append", metavar="PATH_OR_URL", default=[])
-    p.set_defaults(func=cmd_fetch)
     p = sub.add_parser(
         "apply", parents=[common], help="check out the pins, apply the series, add the overlay"
     )
     p.add_argument("--force", action="store_true", help="discard local edits in the checkout")
-    _targets_option(p, "every target")
-    p.set_defaults(func=cmd_apply)
+    _target_option(p, "every target")
     p = sub.add_parser("refresh", parents=[common], help="export checkout changes back to the patch series")
-    _targets_option(p, "every target checked out")
-    p.set_defaults(func=cmd_refresh)
+    _target_option(p, "every target checked out")
     p = sub.add_parser("edit", parents=[common], help="turn the applied series into commits to edit")
     _target_option(p)
-    p.set_defaults(func=cmd_edit)
     p = sub.add_parser("lint", parents=[common], help="check the targets and their patch series")
-    _targets_option(p, "every target, and patches/ itself")
-    p.set_defaults(func=cmd_lint)
+    _target_option(p, "every target, and patches/ itself")
     p = sub.add_parser("rebase", parents=[common], help="move the series to another upstream commit")
     _target_option(p)
     p.add_argument("ref", nargs="?", help="target commit id or ref (in the cache mirror)")
@@ -225,7 +214,6 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="--check: write the report here (the Markdown beside it) instead of upstream/rebase-report.json",
     )
-    p.set_defaults(func=cmd_rebase)
     for stream in (sys.stdout, sys.stderr):  # patch subjects and paths may not fit the locale's encoding
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -233,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(args, "lock_timeout"):
         os.environ[TIMEOUT_ENV] = str(args.lock_timeout)
     try:
-        args.func(args)
+        globals()[f"cmd_{args.command}"](args)  # the subcommand's cmd_ function
     except OverlayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -43,12 +43,7 @@ def replace_file(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_folder(path.parent)
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make the entries of `folder` (a rename into it) durable."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)  # the rename itself, durable
     try:
         os.fsync(fd)
     finally:

@@ -145,18 +145,14 @@ def _lines(data: bytes) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def _find(lines: list[str], block: list[str]) -> list[int]:
-    n = len(block)
-    return [i for i in range(len(lines) - n + 1) if lines[i : i + n] == block] if n else []
-
-
 def diagnose_hunk(fp: FilePatch, hunk: Hunk, lines: list[str]) -> str | None:
     """None when `hunk` matches `lines` at exactly its stated position, else the reason."""
     start = max(hunk.old_start - 1, 0)
     if lines[start : start + len(hunk.old_lines)] == hunk.old_lines:
         return None
     where = f"file {fp.path}, hunk {hunk.header}"
-    found = _find(lines, hunk.old_lines)
+    n = len(hunk.old_lines)
+    found = [i for i in range(len(lines) - n + 1) if lines[i : i + n] == hunk.old_lines] if n else []
     if found:
         offsets = ", ".join(f"{i - start:+d}" for i in found[:3])
         return f"{where}: offset — the context is found {offsets} lines away (zero offset required)"

@@ -10,15 +10,11 @@ from .lint import series_problems
 from .patchfile import Patch, decode, encode, parse_patch
 
 
-def series_path(patch_dir: Path) -> Path:
-    return patch_dir / "series"
-
-
 def read_series(patch_dir: Path) -> list[str]:
     """Patch names in `patch_dir/series`, in order (comments and blank lines dropped).
 
     A missing series file is an error naming it: a misspelt folder must never apply nothing."""
-    path = series_path(patch_dir)
+    path = patch_dir / "series"
     try:
         text = decode(path.read_bytes())
     except FileNotFoundError as exc:
@@ -36,7 +32,7 @@ def write_series(patch_dir: Path, names: list[str], base: str | None = None) -> 
     block right above a patch (a group label) stays above it, the header (up to the last blank
     line before the first patch) stays on top, trailing comments stay last. `# base-commit:` is
     updated at the end of the header."""
-    path = series_path(patch_dir)
+    path = patch_dir / "series"
     lines = decode(path.read_bytes()).splitlines()
     if base is not None:
         lines = [line for line in lines if not line.startswith("# base-commit:")]

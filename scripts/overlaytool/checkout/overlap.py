@@ -18,7 +18,7 @@ def overlaps(target: Target, targets: list[Target], repo: Path, commit: str) -> 
     """What `commit`'s tree (in `repo`) tracks under another target's checkout or an overlay
     destination; folders in the target's `outside` are left out of its checkout and do not count."""
     listing = git("ls-tree", "-r", "--name-only", "-z", commit, cwd=repo).stdout.split("\0")
-    tracked = [p for p in listing if p and not _outside(p, target.outside)]
+    tracked = [p for p in listing if p and not any(p.startswith(f + "/") for f in target.outside)]
     found = []
     for other in targets:
         if other is target or not other.checkout.is_relative_to(target.checkout):
@@ -43,10 +43,6 @@ def overlaps(target: Target, targets: list[Target], repo: Path, commit: str) -> 
              "vendored_commit": None}
         )  # fmt: skip
     return found
-
-
-def _outside(path: str, folders: tuple[str, ...]) -> bool:
-    return any(path.startswith(f + "/") for f in folders)
 
 
 def _vendored_commit(other: Target, repo: Path, commit: str, rel: str) -> str | None:

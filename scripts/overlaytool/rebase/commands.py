@@ -21,7 +21,7 @@ from .finish import discard, has_snapshot, new_pin_text, old_patch_dir, old_pin,
 from .flow import AFTER_REF, BEFORE_REF, FINISH_CHECK, RESUME, Run, run_steps
 from .references import OVERLAY_REFERENCE, UNCHECKED, reference_lines
 from .replay import MISSING, commit_resolution, patch_paths, stage_resolution
-from .report import remove_report, settled_lines, status_lines, stop_message, write_report
+from .report import report_paths, settled_lines, status_lines, stop_message, write_report
 from .resolve import resolve, source_url
 from .state import UNCHANGED, RebaseState, in_progress, load_state, save_state, state_path
 
@@ -188,7 +188,8 @@ def abort(target: Target) -> str:
         apply_target(old, force=True)
         if state and state.keep_created and state.new != state.old:
             drop_keep_ref(old.pin, state.new)
-        remove_report(checkout)
+        for path in report_paths(checkout):
+            path.unlink(missing_ok=True)
         _cleanup(target)
     return f"rebase aborted: {target.label} is back at {commit[:12]} with the old series applied"
 

@@ -72,11 +72,6 @@ def report_paths(checkout: Path) -> tuple[Path, Path]:
     return base.with_suffix(".md"), base.with_suffix(".json")
 
 
-def remove_report(checkout: Path) -> None:
-    for path in report_paths(checkout):
-        path.unlink(missing_ok=True)
-
-
 def status_of(state: RebaseState, name: str) -> str:
     """`merged-3way (a.py → src/a.py)`: a patch's status with the files upstream moved; a status
     computed past a stop (`--check`) says `[provisional]`, and whether it shares files with a patch

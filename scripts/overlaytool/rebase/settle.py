@@ -59,11 +59,6 @@ def present_evidence(fp: FilePatch, rel: str, target: str) -> list[str] | None:
     return evidence or None
 
 
-def _stage(checkout: Path, number: int, rel: str) -> bytes | None:
-    proc = git("show", f":{number}:{rel}", cwd=checkout, text=False, check=False)
-    return proc.stdout if proc.returncode == 0 else None
-
-
 def _endings(data: bytes) -> str:
     crlf = data.count(b"\r\n")
     return "CRLF" if crlf and crlf * 2 >= data.count(b"\n") else "LF"
@@ -72,7 +67,8 @@ def _endings(data: bytes) -> str:
 def eol_merge(checkout: Path, rel: str) -> tuple[bytes, str] | None:
     """The conflicted `rel` merged with CRLF read as LF, in the target's endings, and the evidence;
     None when no side has CRLF or the normalised merge conflicts too."""
-    base, ours, theirs = (_stage(checkout, n, rel) for n in (1, 2, 3))
+    shown = [git("show", f":{n}:{rel}", cwd=checkout, text=False, check=False) for n in (1, 2, 3)]
+    base, ours, theirs = (p.stdout if p.returncode == 0 else None for p in shown)
     if base is None or ours is None or theirs is None or not any(b"\r\n" in s for s in (base, ours, theirs)):
         return None
     with tempfile.TemporaryDirectory() as tmp:

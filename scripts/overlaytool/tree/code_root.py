@@ -18,13 +18,6 @@ from .stamp import read_stamp
 PLUGIN = "projects/mmdet3d_plugin"
 
 
-def require_applied(target: Target) -> None:
-    """Raise (naming the checkout and `nox -s apply`) unless `apply` completed there."""
-    checkout = target.checkout
-    if not (checkout / ".git").exists() or read_stamp(checkout) is None:
-        raise OverlayError(f"{checkout} is not an applied {target.label} checkout; run `nox -s apply`")
-
-
 def _looked_at(moves: tuple[tuple[str, str], ...]) -> list[str]:
     """Where the plugin is looked for first: where `overlay_moves` put the overlay's `projects/`, then
     the root (folders relative to the checkout)."""
@@ -51,8 +44,9 @@ def _shallowest_plugin(files: set[str] | list[str]) -> str:
 def code_root(target: Target) -> Path:
     """The folder of the applied checkout that holds `projects/mmdet3d_plugin` (what goes on
     `sys.path`); an applied checkout without it is an error naming where it looked."""
-    require_applied(target)
     checkout = target.checkout
+    if not (checkout / ".git").exists() or read_stamp(checkout) is None:
+        raise OverlayError(f"{checkout} is not an applied {target.label} checkout; run `nox -s apply`")
     looked = _looked_at(target.overlay_moves)
     for rel in looked:
         if (checkout / rel / PLUGIN).is_dir():
