@@ -1,5 +1,4 @@
 """Overlay tooling: pins, the local upstream cache, the patch series, apply/refresh/rebase.
-
 Stdlib only (Python >= 3.11), so it runs before any environment is built.
 """
 

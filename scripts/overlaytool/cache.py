@@ -1,7 +1,5 @@
-"""The local upstream cache: one bare mirror per pinned repository, per user (docs/offline.md).
-
-`<cache>/mirrors/<owner>+<repo>.git`, with its lock beside it. `refs/heads` and `refs/tags` are the
-pinned URL's; anything fetched from elsewhere is kept under `refs/streampetr-dali/keep/<commit>`.
+"""The local upstream cache: one bare mirror per pinned repository, per user (docs/offline.md), each
+with its lock beside it; what is fetched from elsewhere than the pinned URL is kept under `KEEP_REFS`.
 """
 
 from __future__ import annotations

@@ -28,10 +28,8 @@ def read_series(patch_dir: Path) -> list[str]:
 
 
 def write_series(patch_dir: Path, names: list[str], base: str | None = None) -> None:
-    """Rewrite the series file with `names`, keeping its comments where they were: a comment
-    block right above a patch (a group label) stays above it, the header (up to the last blank
-    line before the first patch) stays on top, trailing comments stay last. `# base-commit:` is
-    updated at the end of the header."""
+    """Rewrite the series file with `names`, keeping its comments where they were (a group label above
+    its patch, the header on top, trailing comments last); `base` updates `# base-commit:`."""
     path = patch_dir / "series"
     lines = decode(path.read_bytes()).splitlines()
     if base is not None:

@@ -1,6 +1,5 @@
-"""Git's own `index.lock` in a checkout: removed when provably left by the tool's own killed git
-(the record `run_index_git` writes: pid, start time; the process gone, no one holding the file),
-else reported with the command that clears it (docs/apply.md).
+"""Git's own `index.lock` in a checkout: removed when provably left by the tool's own killed git (the
+record `run_index_git` writes), else reported with the command that clears it (docs/apply.md).
 """
 
 from __future__ import annotations

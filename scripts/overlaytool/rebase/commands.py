@@ -208,10 +208,8 @@ def _cleanup(target: Target) -> None:
 
 
 def _skip_warnings(target: Target, state: RebaseState, tip: str) -> list[str]:
-    """A warning per skipped patch that also changed files the target still has: --skip dropped
-    those changes too (a fork deleting one file of a multi-file patch). None for a patch skipped after
-    its resolution changed nothing (the target's files already were as resolved: the advice to skip
-    was the tool's); `--drop-file` is named only where a file was missing at the target."""
+    """A warning per patch `--skip` dropped that also changed files the target still has (none for a
+    patch whose resolution changed nothing: skipping was the tool's advice)."""
     tree = tree_files(target.checkout, tip)
     out = []
     for name in state.patches:

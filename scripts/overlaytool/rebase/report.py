@@ -1,6 +1,5 @@
-"""The rebase report (`upstream/rebase-report.md` and `.json`) and the status lines printed at every stop.
-
-The JSON's fields are listed in docs/rebase.md ("The report"); `format` says which list.
+"""The rebase report (`upstream/rebase-report.md` and `.json`, fields in docs/rebase.md) and the status
+lines printed at every stop.
 """
 
 from __future__ import annotations
@@ -37,10 +36,8 @@ SECTION = {MISSING: "File missing at the target", MERGED: "Merged cleanly"}
 def missing_what_to_do(
     rel: str, candidates: list[dict], others: list[str], conflicted: list[str] | tuple[str, ...] = ()
 ) -> str:
-    """What to do with a file a stopped patch modifies that the target lacks: where git's
-    candidates exist, carry the change there; the part of this file alone can be dropped
-    (`--drop-file`) when the patch changes `others` too, once those `conflicted` are resolved;
-    `--skip` drops the whole patch."""
+    """What to do with a file a stopped patch modifies that the target lacks: carry the change to a
+    candidate, drop this file's part (`--drop-file`) when the patch changes `others` too, or `--skip`."""
     first = (
         f"resolve the conflict markers in {', '.join(conflicted)} (the patch's change to it), then "
         if conflicted
@@ -125,10 +122,8 @@ def _hunk_text(patch: Patch, rel: str) -> str:
 
 
 def rename_candidates(checkout: Path, old: str, new: str, rel: str, limit: int = 5) -> list[dict]:
-    """git's best guesses where `rel` went between `old` and `new`: path and similarity (percent).
-
-    The best match of git's rename detection at any similarity, then files of the same name,
-    each scored by git against the old file."""
+    """git's best guesses where `rel` went between `old` and `new` (path, similarity in percent): the
+    best rename match at any similarity, then files of the same name."""
     moved = renames(checkout, old, new, threshold=1)
     paths = [moved[rel]] if rel in moved else []
     listing = git("ls-tree", "-r", "--name-only", "-z", new, cwd=checkout).stdout.split("\0")
@@ -286,10 +281,8 @@ def write_report(
     carries: bool = False,
     overlaps: list[dict] | None = None,
 ) -> tuple[Path, list[dict]]:
-    """Markdown + JSON rebase report (next to the checkout, or at `json_path` and beside it);
-    returns the Markdown path and the stopped patch's details.
-
-    `done` (a one-line outcome) marks a finished rebase: the report then describes no open conflict."""
+    """Markdown + JSON rebase report (next to the checkout, or at `json_path` and beside it); return the
+    Markdown path and the stopped patch's details. `done` (the outcome) marks a finished rebase."""
     details = []
     stop = state.stop
     if stop is not None and stop.kind in (CONFLICT, MISSING) and patch_dir is not None:

@@ -15,11 +15,8 @@ FULL_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
 def resolve(target: Target, ref: str, source: str | None) -> tuple[str, bool]:
-    """The full commit id `ref` names, fetched into the cache's keep refs; and whether this call
-    made its keep ref (an abandoned target's is removed again).
-
-    A full id is fetched by id (from `source`, else the pin's source or URL) when the cache lacks it;
-    a name is the branch or tag of `source`, else of the pinned URL, fetched as that one ref."""
+    """The full commit id `ref` names (a full id, fetched by id; a name, the branch or tag of `source`,
+    else of the pinned URL), kept in the cache; and whether this call made its keep ref."""
     pin = target.pin
     if not FULL_ID.match(ref):
         before = _keep_refs(target)

@@ -1,7 +1,5 @@
-"""The state of a rebase: `.git/streampetr-dali/rebase.json`, typed, saved atomically.
-
-A state file written by an older version (the same keys without `format`) is read as it is; any
-other shape is refused by name (`--abort` still restores from the snapshot copied aside).
+"""The state of a rebase: `.git/streampetr-dali/rebase.json`, typed, saved atomically; an older
+version's state (no `format`) is read as it is, any other shape refused by name.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic_write import remove_leftovers
 from ..checkout.clone import ensure_checkout, ensure_pin_commit, exclude_nested, leave_outside
 from ..checkout.gitdir import checkout_lock, state_dir
 from ..checkout.gitlocks import clear_stale_index_lock_of_checkout, run_index_git
@@ -21,7 +22,7 @@ from ..overlay import overlay_blob
 from ..patchfile import Patch
 from ..series import load_series
 from ..targets import Target
-from .files import put, remove_leftover_tmp
+from .files import put
 from .series_index import build_result
 from .stamp import clear_journal, read_journal, read_stamp, write_journal, write_stamp
 from .write_plan import local_edits, next_journal, plan_writes
@@ -70,8 +71,8 @@ def _apply_locked(target: Target, patches: list[Patch], overlay: dict[str, Path]
     (state_dir(checkout) / "series.index.lock").unlink(missing_ok=True)  # left by a killed git
     clear_stale_index_lock_of_checkout(checkout)
     journal = read_journal(checkout)
-    if journal:
-        remove_leftover_tmp(checkout, list(journal["paths"]))
+    for rel in journal["paths"] if journal else ():  # a killed `put`'s temporary files
+        remove_leftovers((checkout / rel).parent, Path(rel).name)
     stamp = read_stamp(checkout)
     digest = _digest(target, patches, overlay)
     result = build_result(target, patches, overlay)

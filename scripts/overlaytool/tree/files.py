@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic_write import remove_leftovers, replace_file
+from ..atomic_write import replace_file
 from ..gitcmd import git
 from ..overlay import SYMLINK, Blob, blob_at
 
@@ -41,12 +41,6 @@ def put(path: Path, blob: Blob | None, step: str | None = None) -> None:
         replace_file(path, blob.data, link=True, step=step)
     else:
         replace_file(path, blob.data, mode=0o755 if blob.mode == "100755" else 0o644, step=step)
-
-
-def remove_leftover_tmp(checkout: Path, rels: list[str]) -> None:
-    """Delete the temporary files a killed `put` may have left next to `rels` (checkout lock held)."""
-    for rel in rels:
-        remove_leftovers((checkout / rel).parent, Path(rel).name)
 
 
 def _prune_empty_dirs(directory: Path) -> None:

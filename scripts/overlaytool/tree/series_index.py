@@ -22,9 +22,7 @@ def index_env(checkout: Path) -> dict[str, str]:
 
 def build_result(target: Target, patches: list[Patch], overlay: dict[str, Path]) -> dict[str, Blob | None]:
     """Apply the series to a private index of the pinned tree; return path → content (None = deleted).
-
-    Raises OverlayError naming the patch, file, hunk and reason as soon as one does not fit exactly.
-    """
+    Raises naming the patch, file, hunk and reason as soon as one does not fit exactly."""
     checkout = target.checkout
     env = index_env(checkout)
     git("read-tree", target.pin.commit, cwd=checkout, env=env)

@@ -1,7 +1,5 @@
-"""What an apply run may write: the local edits it must refuse, the paths it changes, the journal.
-
-Decided from the stamp (what the last apply wrote), the journal of a killed run, the series'
-result and the checkout's state; nothing is written here.
+"""What an apply run may write (the local edits it must refuse, the paths it changes, the journal),
+decided from the stamp, a killed run's journal, the series' result and the checkout; nothing is written.
 """
 
 from __future__ import annotations
@@ -54,11 +52,9 @@ def plan_writes(
     head: str,
     force: bool,
 ) -> dict[str, Blob | None]:
-    """Every path whose work-tree state must change, with the state it gets (None = delete).
-
-    The candidates: what the series and overlay write, what the last apply wrote, what a killed
-    run journaled, what differs between HEAD and the pin, and (with force) every modified file.
-    """
+    """Every path whose work-tree state must change, with the state it gets (None = delete): what the
+    series and overlay write, the last apply wrote, a killed run journaled, HEAD and the pin differ in,
+    and (with force) every modified file."""
     checkout = target.checkout
     paths = set(result) | set(stamp["files"] if stamp else ()) | set(journal["paths"] if journal else ())
     if head != target.pin.commit:
