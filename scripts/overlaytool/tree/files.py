@@ -1,4 +1,4 @@
-"""The files of a work tree the way git stores them (blob.py), read and written whole (atomic_write.py),
+"""The files of a work tree the way git stores them (overlay.py), read and written whole (atomic_write.py),
 so a kill leaves the old content or the new, never half."""
 
 from __future__ import annotations
