@@ -28,8 +28,7 @@ from .columns import (
     shared_blocks,
     to_columns,
 )
-from .records import frame_records, load_info_file, sorted_infos
-from .unpickle import gc_paused
+from .records import frame_records, sorted_infos
 
 NUMBER = frozenset({int, float})
 SHAPE, SIZE, NDIM, KIND = (attrgetter(a) for a in ("shape", "size", "ndim", "dtype.kind"))
@@ -39,17 +38,6 @@ EXACT_INT = 2**53  # integers below this convert to float64 exactly, on every pa
 
 class _PerFrame(Exception):
     """A value this path does not take: the per-frame path decides (and names a bad one)."""
-
-
-def read_columns(
-    ann_file: Path, class_names: Sequence[str], *, trusted_pickle: bool
-) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
-    """(columns, meta, SHA-256 of the bytes read) of the info file, with the garbage collector
-    paused (the parsed pickle's millions of objects need no collection). Raises what
-    :func:`.records.load_info_file` and :func:`.records.sorted_infos` raise."""
-    with gc_paused():
-        data, sha256 = load_info_file(ann_file, trusted_pickle=trusted_pickle)
-        return (*info_columns(data, class_names, ann_file), sha256)
 
 
 def info_columns(

@@ -34,8 +34,9 @@ import numpy as np
 
 from .columns import KEEPS_EMPTY_SHAPE, REGULAR, SHARED
 from .frame_errors import InfoSchemaError, StoreDamaged, StoreUntrusted, StoreUnwritable
-from .records import Frame, frame_records, read_infos
+from .records import Frame, frame_records, load_info_file, read_infos
 from .store_file import check_folder, open_store
+from .unpickle import gc_paused
 
 STORE_FORMAT = 2  # 2: the digest covers the header; checked layout
 FOLDER_ENV = "STREAMPETR_DALI_FRAME_STORES"
@@ -144,10 +145,12 @@ def load_frames(
         columns, meta, path, key = ensure_store(ann_file, class_names, trusted_pickle)
         source = (path, key)
     except StoreUnwritable as exc:
-        from .info_columns import read_columns  # only here: a training process never parses the pickle
+        from .info_columns import info_columns  # only here: a training process never parses the pickle
 
         logger.warning(f"{exc}; the DALI loader keeps the frames of {ann_file} in its own process")
-        columns, meta, _ = read_columns(ann_file, class_names, trusted_pickle=trusted_pickle)
+        with gc_paused():  # the parsed pickle's millions of objects need no collection
+            data = load_info_file(ann_file, trusted_pickle=trusted_pickle)[0]
+            columns, meta = info_columns(data, class_names, ann_file)
         source = None
     probe = FrameStore(columns, meta, PathResolver(None, None))[0].data_paths[0]
     return FrameStore(columns, meta, path_resolver(Path(data_root), probe), source)
@@ -245,22 +248,13 @@ class FrameView:
     def _strings(self, name: str) -> list[str]:
         return [self._store.string(int(j)) for j in self._store.columns[name][self._i]]
 
-    @cached_property
-    def token(self) -> str:
-        return self._store.string(int(self._store.columns["token"][self._i]))
+    def _string(self, name: str) -> str:
+        return self._store.string(int(self._store.columns[name][self._i]))
 
-    @cached_property
-    def scene_token(self) -> str:
-        return self._store.string(int(self._store.columns["scene_token"][self._i]))
-
-    @cached_property
-    def timestamp(self) -> float:
-        return float(self._store.columns["timestamp"][self._i])
-
-    @cached_property
-    def has_sweeps(self) -> bool:
-        return bool(self._store.columns["has_sweeps"][self._i])
-
+    token = _column("_string", "token")
+    scene_token = _column("_string", "scene_token")
+    timestamp = cached_property(lambda view: float(view._store.columns["timestamp"][view._i]))
+    has_sweeps = cached_property(lambda view: bool(view._store.columns["has_sweeps"][view._i]))
     cam_names = _column("_strings", "cam_names")
     data_paths = _column("_strings", "data_paths")
 
@@ -274,17 +268,14 @@ class FrameView:
     ego_pose = _column("_fixed", "ego_pose")
     ego_pose_inv = _column("_fixed", "ego_pose_inv")
 
-    @cached_property
-    def gt_boxes(self) -> np.ndarray:
+    def _boxes(self, name: str) -> np.ndarray:
         a, b = self._store.columns["box_offsets"][self._i : self._i + 2]
-        return _readonly(self._store.columns["gt_boxes"][a:b])
-
-    @cached_property
-    def gt_labels(self) -> np.ndarray:
-        a, b = self._store.columns["box_offsets"][self._i : self._i + 2]
-        if a == b:
+        if a == b and name == "gt_labels":
             return np.array([])  # upstream's np.array([]) of a frame without boxes: float64
-        return _readonly(self._store.columns["gt_labels"][a:b])  # one label per box row
+        return _readonly(self._store.columns[name][a:b])  # one label per box row
+
+    gt_boxes = _column("_boxes", "gt_boxes")
+    gt_labels = _column("_boxes", "gt_labels")
 
     def _per_cam(self, key: str) -> list[np.ndarray]:
         store, n_cams = self._store, self._store.n_cams
