@@ -1,12 +1,6 @@
 """The loader package's one way to replace a file (the frame store's files, the training's
-checkpoints and their ``latest.pth``): whole, and on disk when the call returns.
-
-The package runs inside the upstream checkout without the project's scripts/ on its path, so it
-has its own writer rather than the tooling's (``overlaytool``'s). The content goes to a temporary
-file beside the target, created ``O_EXCL | O_NOFOLLOW`` (a link planted at its name is refused with
-``FileExistsError``, its target untouched), is fsynced, renamed over the target, and the folder is
-fsynced: a reader, a kill or a power cut leaves the old file or the new one, never a part.
-"""
+checkpoints and their ``latest.pth``): whole, and on disk when the call returns. The package runs
+without the project's scripts/ on its path, so it has its own writer rather than ``overlaytool``'s."""
 
 from __future__ import annotations
 

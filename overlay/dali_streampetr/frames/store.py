@@ -1,20 +1,9 @@
-"""One frame store per info file and node: built once, then mapped read-only by every rank and run.
-
-The store of an info file is ``<folder>/<digest>.frames`` (:mod:`.store_file`), where the digest is
-taken over its key: the info file's SHA-256, the class names, ``trusted_pickle``, the store format
-version and the source of the modules that compute the frames. The folder (:func:`store_folder`)
-is in the project's cache, never next to the user's files.
-
-Who may have written a store: :mod:`.store_file` (``$STREAMPETR_DALI_FRAME_STORES_SHARED``). A
-missing store is built by a child process (:mod:`.store_build`), so the parsed pickle's Python
-objects never live in a training process; when the folder cannot be written, the columns are
-computed in this process instead.
+"""One frame store per info file and node (``<folder>/<digest>.frames``, :mod:`.store_file`): built
+once by a child process (:mod:`.store_build`), then mapped read-only by every rank and run; the key,
+the folder and the fallback are in docs/loader.md ("The frames at nuScenes size").
 
 :class:`FrameStore` is the sequence the loader reads: ``frames[i]`` is a :class:`FrameView` with
-:class:`.records.Frame`'s attributes, bit for bit, made on demand from read-only slices of the
-columns (:mod:`.columns`): no per-frame Python object is kept, so a forked worker never writes to
-the columns' pages. Image paths are resolved by one rule per info file (:func:`path_resolver`).
-"""
+:class:`.records.Frame`'s attributes, bit for bit, made on demand from read-only column slices."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Build one frame store: ``python -m dali_streampetr.frames.store_build '<spec json>'`` (:mod:`.store`
-starts it and reads its result, the last stdout line).
-
-Under an ``flock`` on ``<digest>.lock`` it looks for the store again, so ranks that start together
-build it once. It reads the info file once (hashing the bytes it unpickles, which must be those the
-key was made of), computes the columns (:mod:`.info_columns`) and writes the store atomically. It
-runs without the cyclic garbage collector and exits without freeing the parsed pickle.
-"""
+starts it and reads its result, the last stdout line). Under an ``flock`` it looks for the store
+again, so ranks that start together build it once; it runs without the cyclic garbage collector and
+exits without freeing the parsed pickle."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Info pickles loaded without running code from them.
-
-A pickle is a program: ``pickle.load`` (and mmcv's ``mmcv.load``) calls whatever global the file
-names. StreamPETR's info files only need numpy arrays, dtypes and scalars plus builtin containers,
-so every other global is refused by name unless ``data_loading_config.trusted_pickle=True``.
-
-:func:`read_pickle_file` reads the bytes once, hashed on a second thread while they are unpickled
-with the cyclic garbage collector paused (its passes over millions of containers took half the read).
-"""
+"""Info pickles loaded without running code from them: every global outside :data:`SAFE_GLOBALS`
+(numpy arrays, dtypes and scalars, builtin containers) is refused by name unless
+``data_loading_config.trusted_pickle=True``."""
 
 from __future__ import annotations
 

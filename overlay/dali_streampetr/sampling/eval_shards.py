@@ -1,17 +1,7 @@
-"""Which test frames each of K ranks evaluates, and the ranks' results put back in dataset order.
-
-StreamPETR tests a scene frame by frame, resetting its memory where ``scene_token`` changes. Two
-shardings (``data_loading_config.test_sharding``, :func:`sharding_of`):
-
-- ``'upstream'``: the plugin's ``DistributedSampler(shuffle=False)`` (:func:`upstream_chunks`). Up to
-  K - 1 scenes are cut in two, the frames after a cut run without the memory of the frames before
-  it, so the predictions (and mAP, NDS) depend on K.
-- ``'scenes'``: whole scenes per rank (:func:`scene_shards`): every frame's prediction is the one a
-  single process makes.
-
-The gather (:func:`in_dataset_order`) puts each rank's results back at their dataset index. Numpy
-only: the plugin's sampler and the DALI test loader both use it.
-"""
+"""Which test frames each of K ranks evaluates (``data_loading_config.test_sharding``: ``'upstream'``,
+the plugin's ``DistributedSampler(shuffle=False)`` chunks, or ``'scenes'``, whole scenes per rank;
+docs/loader.md, "Evaluation"), and the ranks' results put back in dataset order. Numpy only: the
+plugin's sampler and the DALI test loader both use it."""
 
 from __future__ import annotations
 

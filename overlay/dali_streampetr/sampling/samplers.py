@@ -1,22 +1,9 @@
 """The samplers: which dataset frames each of this rank's batch slots holds at iteration ``i``, as
-pure functions of ``i`` (so any batch can be planned directly and a resumed run needs only ``i``).
-
-- :class:`StreamSampler`: upstream's ``InfiniteGroupEachSampleInBatchSampler`` (streaming configs).
-  One infinite stream of ``torch.randperm(groups_num)`` permutations from a generator seeded once
-  with the shared seed; global batch slot ``g`` takes the stream elements ``g, g + G, g + 2G, ...``
-  (``G`` = batch size x replicas) and walks each group's frames in order.
-- :class:`GroupEpochSampler`: upstream's ``DistributedGroupSampler`` (single-frame and
-  sliding-window configs). Per epoch one ``torch.Generator`` seeded ``epoch + seed``; per group a
-  ``torch.randperm`` of its frames, padded by repetition to a multiple of ``samples_per_gpu *
-  num_replicas``; then a ``torch.randperm`` of the ``samples_per_gpu`` blocks; rank ``r`` takes the
-  ``r``-th contiguous ``num_samples`` of them; iteration ``i`` is block ``i % L`` of epoch ``i // L``
-  (``L`` = batches per epoch). The seed is used as given (no broadcast), as upstream.
-- :class:`EvalSampler`: the test sampler: this rank's shard of the test set, one frame per batch, in
-  order, walked again on every pass (iteration ``i`` is element ``i % len(shard)``), as the DataLoader
-  does on each ``iter()``. The shards are :mod:`.eval_shards`' (``EvalPass.sharding``): upstream's
-  ``nonshuffler_sampler`` (the plugin's ``DistributedSampler`` with ``shuffle=False``: the index list
-  wrapped to a multiple of the world size, rank ``r`` one contiguous chunk) or whole scenes per rank.
-"""
+pure functions of ``i`` (any batch can be planned directly; a resumed run needs only ``i``).
+:class:`StreamSampler` is upstream's ``InfiniteGroupEachSampleInBatchSampler``,
+:class:`GroupEpochSampler` its ``DistributedGroupSampler``, :class:`EvalSampler` the test sampler
+(one shard of :mod:`.eval_shards` per rank); docs/loader.md ("Training modes") says which config
+selects which."""
 
 from __future__ import annotations
 
