@@ -1,19 +1,8 @@
-"""DALI loader for StreamPETR's training modes: streaming (``seq_mode=True``), single frame and
-sliding window, and for its test path (``data.test``, ``data.val``): one loader, its split chosen
-when the config is read (:mod:`.config.reader`), its sampling mode (:mod:`.sampling.modes`).
-
-The entry points are this package's names (:data:`__all__`), imported on first use (PEP 562), so
-``import dali_streampetr`` imports neither torch, DALI nor mmcv. Everything imports without
-mmcv/mmdet3d except the mmcv side, :mod:`.runner` (its :mod:`.runner.schedule` excepted): the names
-from :mod:`.runner` need the upstream env. The project's own tools reach the loader through these
-names and :mod:`.toolkit` only.
-
-The parts, in the order a batch passes them: :mod:`.settings` (what the loader's settings are),
-:mod:`.config` (a StreamPETR config read once into them),
-:mod:`.frames` (the info file and the frame store), :mod:`.sampling` (which frames, which draws),
-:mod:`.pipeline` (the DALI graph, its external source and guards), :mod:`.batch` (targets, wire
-format, assembly, schema), :mod:`.loader` (the loader itself) and :mod:`.runner` (the mmcv side).
-"""
+"""DALI loader for StreamPETR's training modes (streaming, single frame, sliding window) and its test
+path (``data.test``, ``data.val``). The entry points are this package's names (:data:`__all__`),
+imported on first use (PEP 562), so ``import dali_streampetr`` imports neither torch, DALI nor mmcv;
+the project's own tools reach the loader through them and :mod:`.toolkit` only (docs/loader.md,
+"Entry points")."""
 
 from __future__ import annotations
 

@@ -164,10 +164,6 @@ def apply_bev(
     return torch.stack(l2i).numpy(), pose.numpy(), pose_inv.numpy(), out.numpy()
 
 
-def limit_period(val: np.ndarray, offset: float = 0.5, period: float = np.pi) -> np.ndarray:
-    return val - np.floor(val / period + offset) * period
-
-
 def filter_objects(
     boxes: np.ndarray, labels: np.ndarray, point_cloud_range: tuple[float, ...], num_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +172,8 @@ def filter_objects(
     x0, y0, _, x1, y1, _ = np.asarray(point_cloud_range, dtype=np.float32)
     keep = (boxes[:, 0] > x0) & (boxes[:, 1] > y0) & (boxes[:, 0] < x1) & (boxes[:, 1] < y1)
     boxes, labels = boxes[keep].copy(), labels[keep]
-    boxes[:, 6] = limit_period(boxes[:, 6], 0.5, 2 * np.pi)
+    yaw, period = boxes[:, 6], 2 * np.pi  # mmdet3d's limit_period(yaw, 0.5, 2 * np.pi)
+    boxes[:, 6] = yaw - np.floor(yaw / period + 0.5) * period
     keep = (labels >= 0) & (labels < num_classes)
     return boxes[keep], labels[keep]
 

@@ -1,11 +1,6 @@
-"""The frames of an info file as a few contiguous numpy arrays: the frame store's columns.
-
-:func:`to_columns` turns the :class:`.records.Frame` records into columns: fixed-size per-frame
-fields as ``(n, ...)`` arrays; the variable-length 3D boxes and per-camera 2D annotations as one
-values array each plus offsets; every string (tokens, camera names, data paths) once in one UTF-8
-byte array plus offsets, the fields holding indices into it. The loader reads them through
-:mod:`.store`.
-"""
+"""The frames of an info file as a few contiguous numpy arrays, the frame store's columns
+(:func:`to_columns`): fixed-size fields as ``(n, ...)`` arrays, variable-length ones and the
+deduplicated strings as values plus offsets."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""An info file's frames as frame-store columns, computed field by field over the whole set at once.
-
-:func:`info_columns` gives the columns that :func:`.columns.to_columns` makes of the per-frame
-records of :mod:`.records` (the reference), bit for bit, without one Python record per frame: every
-field is gathered over all frames, type-checked, stacked and converted in one array (the poses by
-stacked matrix products: the per-frame ``np.dot``'s BLAS routine on the same layout). It takes the
-types StreamPETR's converter writes; any other value and every malformed pickle go the per-frame
-way (:func:`.records.sorted_infos` names the problems).
-"""
+"""An info file's frames as frame-store columns, computed field by field over the whole set at once:
+:func:`info_columns` gives what :func:`.columns.to_columns` makes of :mod:`.records`' per-frame
+records, bit for bit (docs/loader.md, "The frames at nuScenes size"). Any value not of the converter's
+types, and every malformed pickle, goes the per-frame way (:func:`.records.sorted_infos` names the
+problems)."""
 
 from __future__ import annotations
 

@@ -79,11 +79,6 @@ def store_path(folder: Path, key: dict[str, Any]) -> Path:
     return folder / f"{digest}.frames"
 
 
-def _child_env() -> dict[str, str]:
-    paths = [p for p in sys.path if p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
 ERRORS = {"InfoSchemaError": InfoSchemaError, "FileNotFoundError": FileNotFoundError,
           "StoreUntrusted": StoreUntrusted}  # fmt: skip
 
@@ -101,9 +96,10 @@ def ensure_store(ann_file: Path, class_names: Sequence[str], trusted: bool) -> t
         pass  # the builder looks again under the lock, and says why it rebuilds (or cannot)
     spec = {"ann_file": str(ann_file), "class_names": list(class_names), "trusted": trusted,
             "path": str(path), "key": key}  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}  # the child imports as we do
     proc = subprocess.run(
         [sys.executable, "-m", "dali_streampetr.frames.store_build", json.dumps(spec)],
-        stdout=subprocess.PIPE, text=True, env=_child_env(),
+        stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)]
     if not lines:

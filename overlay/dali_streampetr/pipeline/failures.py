@@ -1,11 +1,7 @@
-"""What is behind a pipeline failure: a dead or stalled worker (the watchdog's error), our own image
-error raised in the external source (possibly in a worker process, where it reaches the loader as
-text), or the file(s) DALI's decoder failed on, found by decoding the planned images with PIL (the
-decoder's own error names none).
-
-``on_bad_image='skip'``: an undecodable file is served black on a rebuild at the failed iteration,
-its camera's 2D annotations dropped, counted and logged, up to ``max_bad_images`` distinct files.
-"""
+"""What is behind a pipeline failure (:func:`diagnose`): a dead or stalled worker, our own image error
+raised in the external source (possibly in a worker, reaching the loader as text), or the files
+DALI's decoder failed on, found by decoding the planned images with PIL; and ``on_bad_image='skip'``
+(:class:`BadImagePolicy`)."""
 
 from __future__ import annotations
 
