@@ -1,18 +1,8 @@
-"""The plain batch :class:`~..loader.DaliStreamLoader` hands over: every key, its
-nesting, shape and dtype, in all three training modes (``T`` = the mode's ``queue_length``: 1 when
-streaming and single frame, the queue in the sliding window).
-
-Size symbols: ``B`` samples per GPU, ``T`` frames per sample (oldest first), ``N`` cameras, ``H`` x
-``W`` the padded image (``final_dim`` rounded up to ``size_divisor``); lower case ones are counts of
-one frame (``n`` 3D boxes) or one camera (``k`` 2D boxes), the same in every key of that frame or
-camera. :func:`batch_problems` checks a batch against the schema.
-
-:data:`BATCH` is the one declaration of the batch (below every part that builds, checks or wraps a
-batch: the config's checks, :mod:`.batch`, :mod:`.runner`): its order is upstream's collated batch
-(``Collect3D``: ``img_metas``, then its ``keys``), and every key list of the package is derived from
-it here (the stacked, per-frame and per-camera keys, the geometry and annotation keys, the order of
-the collated batch and of ``img_metas``), as are the values the train pipeline check expects.
-"""
+"""The plain batch :class:`~..loader.DaliStreamLoader` hands over: every key, its nesting, shape and
+dtype (:data:`BATCH`, the one declaration, in upstream's ``Collect3D`` order; every key list of the
+package is derived from it here), and :func:`batch_problems`, which checks a batch against it.
+Size symbols: ``B`` samples per GPU, ``T`` frames per sample, ``N`` cameras, ``H`` x ``W`` the padded
+image; lower case ones count the boxes of one frame (``n``) or camera (``k``)."""
 
 from __future__ import annotations
 

@@ -52,12 +52,10 @@ def config_get(cfg: Any, key: str, default: Any = None) -> Any:
     return cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
 
 
-def key_of(field: str) -> str:
-    return KEY_OF.get(field, f"data_loading_config.{field}")
-
-
 def _fail(field: str, value: Any, allowed: str) -> ConfigValueError:
-    return ConfigValueError(f"{key_of(field)} must be {allowed}, got {value!r}")
+    return ConfigValueError(
+        f"{KEY_OF.get(field, f'data_loading_config.{field}')} must be {allowed}, got {value!r}"
+    )
 
 
 def is_int(value: Any) -> bool:
@@ -243,8 +241,6 @@ NUSCENES_CLASSES = (
     "pedestrian",
     "traffic_cone",
 )
-_DEFAULT_ROT_RANGE = (-0.3925, 0.3925)
-_DEFAULT_SCALE_RANGE = (0.95, 1.05)
 
 
 @dataclass(frozen=True)
@@ -258,8 +254,8 @@ class AugConfig:
     H: int = 900
     W: int = 1600
     rand_flip: bool = True
-    rot_range: tuple[float, float] = _DEFAULT_ROT_RANGE
-    scale_ratio_range: tuple[float, float] = _DEFAULT_SCALE_RANGE
+    rot_range: tuple[float, float] = (-0.3925, 0.3925)
+    scale_ratio_range: tuple[float, float] = (0.95, 1.05)
     translation_std: tuple[float, float, float] = (0.0, 0.0, 0.0)
     reverse_angle: bool = True
     min_size: float = 2.0

@@ -1,14 +1,8 @@
 """A StreamPETR config (plain dict or mmcv ``Config``) read into a :class:`~..settings.LoaderConfig`
-for one split: ``train`` (``data.train``) or a test split, ``test`` (``tools/test.py``) or ``val``
-(the evaluation hook of ``--validate``). The split decides which keys are read (:class:`Split`:
-``SPLITS``) and which sampling mode applies (:mod:`..sampling.modes`); every value the loader does
-not reproduce is refused by key.
-
-A config whose ``data.<split>`` names its ``type`` (every upstream config) is read as upstream's
-dataset reads it: an absent key has the dataset's default (``seq_mode=False``, ``queue_length=8``,
-``filter_empty_gt=True``, ``use_valid_flag=False`` ...). A bare dict without ``data.train.type``
-(the loader used on its own) has the loader's streaming defaults for absent keys.
-"""
+for one split (:data:`SPLITS`: ``train``, ``test``, ``val``), which decides the keys read and the
+sampling mode; every value the loader does not reproduce is refused by key. An absent dataset key has
+upstream's default (:data:`UPSTREAM_DEFAULTS`), or the loader's streaming one (:data:`LOADER_DEFAULTS`)
+in a bare dict without ``data.train.type``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Upstream's transform steps of a split (``data.<split>.pipeline``, else the config's top-level list),
-step by step, against what the loader reproduces: one checker (:func:`check_steps`) and a table per
-split (:data:`TRAIN_STEPS`, :data:`TEST_STEPS`).
-
-Every step must be there, in order, of a known type, with every parameter either one the loader
-reads (and then equal to the value it uses), one it reproduces at a single value (upstream's default
-where absent), or free (it changes nothing the batch holds); anything else is refused with the
-step, the parameter, the value and what is supported. The tables list the steps (the test one:
-every test config of the pin, one test-time augmentation only).
-"""
+"""Upstream's transform steps of a split, step by step, against what the loader reproduces: one
+checker (:func:`check_steps`) and a table per split (:data:`TRAIN_STEPS`, :data:`TEST_STEPS`). Every
+parameter is one the loader reads (and must equal its value), one it reproduces at a single value, or
+free (it changes nothing the batch holds); anything else is refused by name."""
 
 from __future__ import annotations
 

@@ -27,10 +27,6 @@ KEEPS_EMPTY_SHAPE = ("bboxes2d", "centers2d")  # an empty one keeps the pickle's
 REGULAR = -1  # ``<key>_shape`` value of a camera whose array has the regular (k, cols) shape
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
 class StringTable:
     """Deduplicating string table being built: ``index(s)`` (in first-seen order) and the final
     values/offsets."""
@@ -53,7 +49,7 @@ class StringTable:
         if joined.isascii():  # one byte per character: encode once
             encoded, lengths = joined.encode("ascii"), [len(s) for s in self.ids]
         else:
-            parts = [_encode(s) for s in self.ids]
+            parts = [s.encode("utf-8", "surrogatepass") for s in self.ids]
             encoded, lengths = b"".join(parts), [len(b) for b in parts]
         return np.frombuffer(encoded, dtype=np.uint8).copy(), offsets(lengths)
 

@@ -1,10 +1,6 @@
-"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives).
-
-:func:`frame_records` builds them as Python objects (:class:`Frame`), one info at a time
-(:func:`.store.read_frames` for a whole info file): the reference of the frame store, whose columns
-:mod:`.info_columns` computes over all frames at once (the loader's frames,
-:func:`.store.load_frames`, are views of them).
-"""
+"""StreamPETR info pickle -> per-frame numpy records (what ``CustomNuScenesDataset`` derives), one
+Python object per info (:func:`frame_records`): the reference the frame store's columns
+(:mod:`.info_columns`) are tested against."""
 
 from __future__ import annotations
 

@@ -42,15 +42,10 @@ HEADER_FIELDS = frozenset({"key", "meta", "arrays", "data_bytes"})
 ENTRY_FIELDS = frozenset({"dtype", "shape", "offset"})
 
 
-def declared_shared() -> bool:
-    """Whether ``$STREAMPETR_DALI_FRAME_STORES_SHARED`` declares the store folder shared."""
-    return os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def check_owner(st: os.stat_result, what: str, path: Path) -> None:
     """:class:`StoreUntrusted` when ``st`` (of ``path``) belongs to another user or is writable by
-    group or others, unless the folder is :func:`declared_shared`."""
-    if declared_shared():
+    group or others, unless ``$STREAMPETR_DALI_FRAME_STORES_SHARED`` declares the folder shared."""
+    if os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes"):
         return
     problems = [
         f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"

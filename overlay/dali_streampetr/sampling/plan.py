@@ -1,19 +1,12 @@
-"""Per-iteration batch plans: the frames of this rank's batch and their augmentation draws, a pure
-function of the iteration (the image source, in its own process, and the loader agree without talking).
-
-- :class:`BatchPlanner`: this rank's sampler and the sampling mode (:mod:`.modes`); outside
-  streaming also the per-frame label and scene facts the queues need, computed once.
-- The queue of one training sample outside streaming (:func:`choose_queue`), as upstream's
-  ``prepare_train_data`` and ``__getitem__`` choose it, ``filter_empty_gt``'s refusals and
-  ``_rand_another``'s replacements (over the frames of the same flag group) included.
-- The draws: one record per frame (:class:`AugDraw`), with upstream's distributions and call order.
+"""Per-iteration batch plans: the frames of this rank's batch (:class:`BatchPlanner`; outside
+streaming the queue upstream's ``prepare_train_data`` and ``__getitem__`` choose, :func:`choose_queue`)
+and their augmentation draws (:class:`AugDraw`), a pure function of the iteration, so the image
+source, in its own process, and the loader agree without talking.
 
 Upstream draws with the worker's global ``random`` / ``np.random``. Here every (rank, iteration,
-slot) gets its own ``random.Random`` / ``np.random.RandomState`` seeded from ``SeedSequence([seed,
-rank, iteration, slot])`` making the very same calls, so a batch does not depend on which thread or
-process prepares it, and seeding ``np.random`` with :func:`draw_seed` makes upstream's transforms
-draw the very same values (the equivalence harness replays them into upstream's code).
-"""
+slot) gets its own generators seeded from ``SeedSequence([seed, rank, iteration, slot])`` making the
+very same calls, so a batch does not depend on which thread or process prepares it, and seeding
+``np.random`` with :func:`draw_seed` makes upstream's transforms draw the very same values."""
 
 from __future__ import annotations
 
