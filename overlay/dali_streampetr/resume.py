@@ -33,9 +33,6 @@ class Role(Enum):
     RECORD = "written for the reader, not compared (follows from the others)"
 
 
-_ABSENT = object()
-
-
 @dataclass(frozen=True)
 class StateField:
     """One field of the state: ``read(loader)`` is this loader's value; ``fix`` is what the user
@@ -46,11 +43,11 @@ class StateField:
     role: Role
     read: Callable[[Any], Any]
     fix: str = ""
-    before: Any = _ABSENT
+    before: Any = None
 
     def stored(self, state: Mapping[str, Any]) -> Any:
         """The field's value in a stored ``state`` (``before`` when an older state lacks it)."""
-        return state.get(self.name, None if self.before is _ABSENT else self.before)
+        return state.get(self.name, self.before)
 
 
 def data_fingerprint(loader: Any) -> str:
@@ -93,8 +90,7 @@ FIELDS = (
     StateField("stream_seed", C, lambda ld: ld.sampler.seed,
                "the per-rank stream seed differs (seed, rank or offset_order_per_rank changed)"),
     StateField("batches_per_epoch", C, _epoch_length,
-               "the epoch length differs (data.samples_per_gpu, the world size or the info file)",
-               before=None),
+               "the epoch length differs (data.samples_per_gpu, the world size or the info file)"),
     StateField("epoch", R, lambda ld: ld.iteration // len(ld) if ld.cfg.mode.epoch_based else 0),
 )  # fmt: skip
 FIELD = {f.name: f for f in FIELDS}
