@@ -4,7 +4,7 @@
 the decode floor, writes ``bench.json`` + ``bench.png`` and prints the ratios. Subpackages, by job:
 
 - :mod:`.sweep`          the configurations, each measured in its own process; the decode floor; the GPU kit
-- :mod:`.measure`        CPU seconds and memory of a process tree; what a run ran on
+- :mod:`.measure`        CPU seconds and memory of a process tree
 - :mod:`.results`        the figures over the repeats and ratios; the printed tables, PNG chart and JSON
 - :mod:`.nuscenes_size`  the loaders and the test shards at nuScenes size (``--case scale`` / ``shards``)
 - :mod:`.analysis`       where the time goes: CPU per thread, stall

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..results.figures import percentile
 from ..sweep.cases import ROOT
-from ..sweep.spawn import run_json
+from ..sweep.runcase import run_json
 
 STALL_CONFIG = "small"  # upstream_run.train's name for the CPU smoke config at 128x352
 STALL_CONFIG_PATH = "projects/configs/cpu/stream_petr_r50_cpu_smoke_352.py"

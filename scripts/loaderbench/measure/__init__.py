@@ -1,2 +1,1 @@
-"""What a benchmark measures with: CPU time and memory of a process tree (:mod:`.proctree`) and what
-a run ran on (:mod:`.runinfo`)."""
+"""What a benchmark measures with: CPU time and memory of a process tree (:mod:`.proctree`)."""

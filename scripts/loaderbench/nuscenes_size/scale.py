@@ -34,8 +34,8 @@ from typing import Any
 
 from ..measure.proctree import memory_mb, tree
 from ..sweep.cases import ROOT, Case, build, default_data_root, enter_checkout, load_config
+from ..sweep.runcase import answer, run_json
 from .replica import replicate_infos
-from .scale_checks import frame_diffs, reference_read
 
 PHASE_TAG = "PHASE "
 SETTLE_S = 1.0  # the loader's run-ahead batch (~0.2 s here) has finished before a reading
@@ -76,9 +76,9 @@ def run_rank(spec: dict[str, Any]) -> None:
     """One rank (``python -m loaderbench.nuscenes_size.scale --rank '<json>'``), reporting phases to the
     driver."""
     enter_checkout()
-    import projects.mmdet3d_plugin  # noqa: F401  (everything either loader imports, before "before")
+    import dali_streampetr  # noqa: F401  (everything either loader imports, before "imported")
+    import projects.mmdet3d_plugin  # noqa: F401
     import torch  # noqa: F401
-    from dali_streampetr import build_dali_loader, build_loader, to_eval_collated
     from nvidia.dali import fn  # noqa: F401
 
     data_root = Path(spec["data_root"])
@@ -91,27 +91,8 @@ def run_rank(spec: dict[str, Any]) -> None:
     case = Case("eval" if test else "r50", spec["loader"], workers=TORCH_WORKERS, threads=DALI_THREADS)
     _phase("imported")
     t0 = time.perf_counter()
-    if test and spec["loader"] == "dali":
-        from ..sweep.cases import Endless
-
-        loader = Endless(build_loader(
-            cfg, split="test", rank=spec["rank"], world_size=spec["world_size"], device_id=None,
-            num_threads=DALI_THREADS, collate=to_eval_collated,
-        ))  # fmt: skip
-    elif test:  # upstream's test DataLoader (one rank each: the sampler split is not what is measured)
-        loader = build(case, cfg, data_root)
-    elif spec["loader"] == "dali":
-        loader = build_dali_loader(
-            cfg,
-            data_root=data_root,
-            ann_file=spec["ann_file"],
-            rank=spec["rank"],
-            world_size=spec["world_size"],
-            seed=0,
-            num_threads=DALI_THREADS,
-        )
-    else:
-        loader = build(case, cfg, data_root)
+    # upstream's test DataLoader: one rank each (the sampler split is not what is measured)
+    loader = build(case, cfg, data_root, rank=spec["rank"], world_size=spec["world_size"])
     build_s = time.perf_counter() - t0
     inner = loader.loader if test or spec["loader"] == "dali" else loader
     frames = len(inner.frames) if spec["loader"] == "dali" else len(inner.dataset)
@@ -134,6 +115,50 @@ def run_rank(spec: dict[str, Any]) -> None:
         _phase("pass", batches=done, frames_touched=done * batch)
     if hasattr(loader, "close"):
         loader.close()
+
+
+def check(spec: dict[str, Any]) -> dict[str, Any]:
+    """What the store is held against, in a process of its own (``python -m
+    loaderbench.nuscenes_size.scale '<json>'``): ``read``, one read of that info file as upstream's
+    dataset reads it (``mmcv.load``, timed after the imports); else the frames and the attributes that
+    differ between the store's frames and the per-frame reader's (``read_frames``, the former path)."""
+    if "read" in spec:
+        from mmcv import load
+
+        t0 = time.perf_counter()
+        load(spec["read"])
+        return {"how": "mmcv.load", "seconds": time.perf_counter() - t0}
+    os.environ["STREAMPETR_DALI_FRAME_STORES"] = spec["store_dir"]
+    from dataclasses import fields
+
+    from dali_streampetr.toolkit import load_frames, read_frames
+
+    files = (spec["ann_file"], spec["data_root"], spec["classes"])
+    store, records = load_frames(*files), read_frames(*files)
+    diffs = int(len(store) != len(records))
+    for i, want in enumerate(records):
+        diffs += sum(not _same(getattr(want, f.name), getattr(store[i], f.name)) for f in fields(want))
+    return {"frames": len(records), "diffs": diffs}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Bit for bit: type, dtype, shape and bytes of arrays, recursively through lists."""
+    import numpy as np
+
+    if isinstance(a, np.ndarray):
+        return (
+            type(b) is np.ndarray and (a.dtype, a.shape) == (b.dtype, b.shape) and a.tobytes() == b.tobytes()
+        )
+    if isinstance(a, list):
+        return type(b) is list and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+def _checked(spec: dict[str, Any]) -> dict[str, Any]:
+    res = run_json("loaderbench.nuscenes_size.scale", spec)
+    if "error" in res:
+        raise RuntimeError(f"scale check {list(spec)[0]} failed: {res['error']}")
+    return res
 
 
 def run_ranks(spec: dict[str, Any], ranks: int, store_dir: Path) -> list[dict[str, dict[str, Any]]]:
@@ -272,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    read_s, how = reference_read(big)
+    read = _checked({"read": str(big)})
+    read_s, how = read["seconds"], read["how"]
     print(
         f"scale: {args.frames} frames ({big.stat().st_size / 2**20:.0f} MiB pickle, {how} in {read_s:.1f} s)",
         flush=True,
@@ -282,11 +308,19 @@ def main(argv: list[str] | None = None) -> int:
         # the pipeline's own memory on the embedded frames, over as many batches as the full pass
         measure("dali", 1, ann_file=str(src), full_pass=True, pass_batches=pass_batches)
         measure("dali", 1, cold=True)
-        read_after_s, _ = reference_read(big)  # the load of this host drifts: the read on both sides
+        read_after_s = _checked({"read": str(big)})[
+            "seconds"
+        ]  # the load of this host drifts: the read on both sides
         print(f"  {how} again: {read_after_s:.1f} s", flush=True)
         measure("dali", 1)
         classes = list(load_config("r50", data_root).class_names)
-        frames, diffs = frame_diffs(big, data_root, classes, stores)
+        files = {
+            "ann_file": str(big),
+            "data_root": str(data_root),
+            "classes": classes,
+            "store_dir": str(stores),
+        }
+        frames, diffs = (_checked(files)[k] for k in ("frames", "diffs"))
         print(f"  store vs per-frame reader: {diffs} differing attributes in {frames} frames", flush=True)
         measure("dali", 2)
     if "torch" in loaders:
@@ -319,4 +353,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--rank":
         run_rank(json.loads(sys.argv[2]))
         sys.exit(0)
-    sys.exit(main())
+    sys.exit(answer(check) if sys.argv[1:2] and sys.argv[1].startswith("{") else main())

@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from numpy import percentile  # linear interpolation: numpy's default method
+
 TARGETS = {
     "speed_per_core": 3.0,  # samples/s vs the fastest torch configuration of equal cores: at least
     "cpu_per_sample": 1 / 3,  # CPU-s per sample vs that configuration: at most
@@ -14,15 +16,6 @@ TARGETS = {
     "pss_vs_torch_w2": 1.0,  # peak PSS vs the DataLoader with 2 workers: at most
     "fast_cpu_vs_exact": 0.6,  # the fast image path's CPU-s per sample vs the exact path's: at most
 }
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile ``q`` in [0, 100] (numpy's default method)."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:

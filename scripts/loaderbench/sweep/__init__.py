@@ -1,3 +1,3 @@
 """The side-by-side sweep: the configurations (:mod:`.cases`), one measured in its own process
-(:mod:`.runcase`, started by :mod:`.spawn`), the decode floor (:mod:`.floor`) and the GPU check's
+(:mod:`.runcase`), the decode floor (:mod:`.floor`) and the GPU check's
 sweep of DALI on the GPU vs the CPU (:mod:`.kit`)."""

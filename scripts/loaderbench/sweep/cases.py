@@ -130,29 +130,14 @@ def enter_checkout() -> None:
 
 def eval_infos(data_root: Path) -> Path:
     """The eval profile's info file (made once, under ``out/bench-eval/``): ``data_root``'s train
-    infos ``EVAL_COPIES`` times, each copy with its own tokens and shifted in time (so the timestamp
-    sort keeps the copies apart), all pointing at the same images."""
-    import hashlib
+    infos ``EVAL_COPIES`` times over (:func:`..nuscenes_size.replica.replicate_infos`)."""
     import pickle
 
-    from overlaytool import replace_file
+    from ..nuscenes_size.replica import replicate_infos
 
     src = data_root / "nuscenes2d_temporal_infos_train.pkl"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-    path = ROOT / "out" / "bench-eval" / f"eval_infos_{digest}_x{EVAL_COPIES}.pkl"
-    if path.is_file():
-        return path
-    with src.open("rb") as f:
-        data = pickle.load(f)
-    infos = [
-        {**info, "token": f"{info['token']}-{k}", "timestamp": info["timestamp"] + k * 10**9}
-        for k in range(EVAL_COPIES)
-        for info in data["infos"]
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = pickle.dumps({**data, "infos": infos})
-    replace_file(path, payload)
-    return path
+    frames = EVAL_COPIES * len(pickle.loads(src.read_bytes())["infos"])
+    return replicate_infos(src, ROOT / "out" / "bench-eval" / f"eval_infos_x{EVAL_COPIES}.pkl", frames)
 
 
 def load_config(profile: str, data_root: Path) -> Any:
@@ -202,16 +187,6 @@ def build_torch(cfg: Any, workers: int) -> Any:
     )
 
 
-def build_dali(cfg: Any, data_root: Path, threads: int, device: str = "cpu", **overrides: Any) -> Any:
-    """The DALI drop-in, in the collated DataContainer form the model sees (as the DataLoader's)."""
-    from dali_streampetr import build_dali_loader
-
-    return build_dali_loader(
-        cfg, data_root=data_root, rank=0, world_size=1, seed=0, num_threads=threads, device=device,
-        **overrides,
-    )  # fmt: skip
-
-
 class Endless:
     """A test loader's passes one after the other (``tools/test.py`` makes one pass; the benchmark's
     timed ``next()`` calls must not meet its end): ``iter`` once, then a new pass where one ends."""
@@ -237,10 +212,17 @@ class Endless:
             close()
 
 
-def build_eval(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Endless:
-    """The eval profile's loaders: upstream's test DataLoader as ``tools/test.py`` builds it in one
-    process (``dist=False``, ``shuffle=False``: the frames in order), or the DALI test loader in the
-    collated form ``tools/test.py`` hands the model."""
+def build(case: Case, cfg: Any, data_root: Path, rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
+    """The loader of ``case`` from the (profile's) config ``cfg``, DALI's as rank ``rank`` of ``world_size``.
+    The eval profile: upstream's test DataLoader as ``tools/test.py`` builds it in one process (the
+    frames in order), or the DALI test loader in the collated form ``tools/test.py`` hands the model."""
+    place = {"rank": rank, "world_size": world_size, "num_threads": case.threads, "device": case.device}
+    if case.profile != "eval" and case.loader == "torch":
+        return build_torch(cfg, case.workers)
+    if case.profile != "eval":
+        from dali_streampetr import build_dali_loader
+
+        return build_dali_loader(cfg, data_root=data_root, seed=0, **place, **overrides)
     if case.loader == "torch":
         import projects.mmdet3d_plugin  # noqa: F401
         from mmdet3d.datasets import build_dataset
@@ -251,17 +233,7 @@ def build_eval(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Endle
                                         nonshuffler_sampler=cfg.data.nonshuffler_sampler))  # fmt: skip
     from dali_streampetr import build_loader, to_eval_collated
 
-    loader = build_loader(
-        cfg, split="test", rank=0, world_size=1, device_id=0 if case.device == "gpu" else None,
-        collate=to_eval_collated, num_threads=case.threads, device=case.device, **overrides,
-    )  # fmt: skip
-    return Endless(loader)
-
-
-def build(case: Case, cfg: Any, data_root: Path, **overrides: Any) -> Any:
-    """The loader of ``case`` from the (profile's) config ``cfg``."""
-    if case.profile == "eval":
-        return build_eval(case, cfg, data_root, **overrides)
-    if case.loader == "torch":
-        return build_torch(cfg, case.workers)
-    return build_dali(cfg, data_root, case.threads, case.device, **overrides)
+    device_id = 0 if case.device == "gpu" else None
+    return Endless(
+        build_loader(cfg, split="test", device_id=device_id, collate=to_eval_collated, **place, **overrides)
+    )

@@ -19,8 +19,7 @@ from typing import Any
 
 from ..results import figures, outputs
 from .cases import ACCV_BATCH, ACCV_IDA, ACCV_SEQ_SPLIT, Case, default_data_root
-from .runcase import answer, measure_built
-from .spawn import batches_for, run_json
+from .runcase import answer, batches_for, measure_built, run_json
 
 QUICK = {"warmup": 1, "batches": 1, "repeats": 1, "step_s": 0.2, "handover_calls": 1}  # a smoke run
 FULL = {"warmup": 3, "batches": 10, "repeats": 3, "step_s": 0.5, "handover_calls": 6}
@@ -78,12 +77,6 @@ def gpu_table(cases: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def has_cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="loaderbench.sweep.kit", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path, help="the synthetic data set (default: made if missing)")
@@ -98,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         args.data_root = default_data_root()
     threads = sorted({int(t) for t in args.threads.split(",") if t.strip()})
     cores = len(os.sched_getaffinity(0))
-    gpu = has_cuda()
+    import torch
+
+    gpu = torch.cuda.is_available()
     todo = plan(threads, cores, gpu)
     if not gpu:
         print("GPU rows skipped: torch sees no CUDA device; the CPU rows only", flush=True)
@@ -118,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {case.name:20s} {res['summary']['ms_per_batch']:7.1f} ms/batch "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
         cases.append(res)
-    name = gpu_name() if gpu else None
+    name = torch.cuda.get_device_name(0) if gpu else None
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cores": cores, "gpu": name, "settings": settings}
     result = {
         "meta": {**meta, "data_root": str(args.data_root)},
@@ -135,12 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     print(gpu_table(cases))
     print(f"wrote {js} and {png}")
     return 0 if all("error" not in c for c in cases) else 1
-
-
-def gpu_name() -> str:
-    import torch
-
-    return torch.cuda.get_device_name(0)
 
 
 if __name__ == "__main__":
