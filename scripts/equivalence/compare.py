@@ -208,15 +208,17 @@ class BatchComparator:
         self.structure: list[str] = []
         self.counts = {"dali": {"boxes3d": 0, "boxes2d": 0}, "original": {"boxes3d": 0, "boxes2d": 0}}
 
-    def add(self, dali: dict[str, Any], original: dict[str, Any], label: str) -> None:
+    def compare(self, dali: Any, original: Any, label: str) -> None:
+        """Every field of one pair into its statistics, every structural difference into ``structure``."""
         problems: list[str] = []
         for path, a, b in walk(dali, original, "", problems):
             name = field_name(path)
-            stats = self.fields.get(name)
-            if stats is None:
-                stats = self.fields[name] = FieldStats(name, kind_of(name))
-            stats.update(a, b)
+            self.fields.setdefault(name, FieldStats(name, kind_of(name))).update(a, b)
         self.structure.extend(f"{label}: {p}" for p in problems)
+
+    def add(self, dali: dict[str, Any], original: dict[str, Any], label: str) -> None:
+        """:meth:`compare`, and the boxes of both sides counted."""
+        self.compare(dali, original, label)
         for side, batch in (("dali", dali), ("original", original)):
             for key, n in count_objects(batch).items():
                 self.counts[side][key] += n

@@ -1,10 +1,5 @@
-"""Which files a sweep runs, and which it skips by rule.
-
-Upstream's configs are the ``*.py`` files under ``projects/configs`` of the applied checkout, wherever
-its layout puts them (under :func:`overlaytool.tree.code_root.code_root`), the overlay's own left out. A
-file that is no training config is skipped by rule, with the reason: it assigns none of ``_base_``,
-``data`` and ``model``, names a ``_base_`` that does not exist, or lacks ``model`` or ``data.<split>``.
-"""
+"""Which files a sweep runs (the ``*.py`` under the applied checkout's ``projects/configs``, the
+overlay's own left out), and which it skips by rule as no training config, with the reason."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Replay recorded augmentation draws into upstream's own transforms (harness process only).
-
-For one frame the ``numpy.random`` functions upstream's two augmenting transforms draw with are
-swapped for a script of expected calls, in upstream's order with upstream's arguments, each
-returning the value the DALI loader recorded; any other call, or one left over, is an error. The
-resize dimensions and crop upstream then derives must equal the recorded ones.
-"""
+"""Replay recorded augmentation draws into upstream's own transforms (harness process only): for
+one frame, upstream's ``numpy.random`` calls are answered from a script of expected calls with the
+DALI loader's values; any other call, or one left over, is a :class:`ReplayError`."""
 
 from __future__ import annotations
 
@@ -65,16 +61,25 @@ class Script:
 
 
 @contextlib.contextmanager
-def replaying(script: Script) -> Iterator[Script]:
-    """Swap the ``numpy.random`` module functions for ``script`` (single-threaded harness only)."""
-    saved = {name: getattr(np.random, name) for name in GUARDED}
-    for name in GUARDED:
-        setattr(np.random, name, script.fake(name))
+def patched_random(
+    make: Callable[[str, Callable], Callable], names: tuple[str, ...] = GUARDED
+) -> Iterator[None]:
+    """``numpy.random.<name>`` swapped for ``make(name, the real one)`` inside the block (single-threaded)."""
+    saved = {name: getattr(np.random, name) for name in names}
+    for name in names:
+        setattr(np.random, name, make(name, saved[name]))
     try:
-        yield script
+        yield
     finally:
         for name, fn in saved.items():
             setattr(np.random, name, fn)
+
+
+@contextlib.contextmanager
+def replaying(script: Script) -> Iterator[Script]:
+    """Swap the ``numpy.random`` module functions for ``script``."""
+    with patched_random(lambda name, _real: script.fake(name)):
+        yield script
     if script.calls:
         raise ReplayError(f"recorded draws not consumed by upstream: {[c.what for c in script.calls]}")
 

@@ -5,10 +5,12 @@ seeds), compared with two-sample Kolmogorov-Smirnov tests (continuous values) an
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from .draw_replay import patched_random
 
 # The family-wise level of one config's draw tests: each of its k statistical tests fails when
 # p < ALPHA / k (Bonferroni; the seeds are fixed, so the outcome is deterministic). Without the
@@ -20,23 +22,16 @@ ALPHA = 0.01
 def recording(names: tuple[str, ...] = ("uniform", "normal", "choice")) -> Iterator[list[tuple[str, Any]]]:
     """Record what ``np.random.<name>`` returns (the calls themselves are unchanged)."""
     log: list[tuple[str, Any]] = []
-    saved = {n: getattr(np.random, n) for n in names}
 
-    def spy(name: str):
+    def spy(name: str, real: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
-            value = saved[name](*args, **kwargs)
-            log.append((name, value))
-            return value
+            log.append((name, real(*args, **kwargs)))
+            return log[-1][1]
 
         return call
 
-    for n in names:
-        setattr(np.random, n, spy(n))
-    try:
+    with patched_random(spy, names):
         yield log
-    finally:
-        for n, fn in saved.items():
-            setattr(np.random, n, fn)
 
 
 def _pipeline_step(cfg: Any, name: str) -> dict:

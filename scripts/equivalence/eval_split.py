@@ -1,11 +1,5 @@
-"""The test split (``nox -s equivalence -- --split test``): every test batch of the DALI test loader
-against upstream's test DataLoader, field by field, on each rank of several world sizes.
-
-Both sides as ``tools/test.py`` builds them (upstream's: the test dataset, the plugin's
-``DistributedSampler(shuffle=False)``, mmcv's ``collate``). Checked per world size: the same dataset
-index at every step of every rank, the gathered parts are every frame once in order, the same
-structure (:func:`.compare.walk`), and every field within its tolerance (docs/tolerances.md).
-"""
+"""The test split (``--split test``): every test batch of the DALI test loader against upstream's test
+DataLoader (both as ``tools/test.py`` builds them), field by field, on each rank of several world sizes."""
 
 from __future__ import annotations
 
@@ -13,10 +7,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .compare import FieldStats, ImageStats, field_name, kind_of, walk
-from .original import config_path
+from .compare import BatchComparator
+from .original import read_config
 
 ANN_VAL = "nuscenes2d_temporal_infos_val.pkl"
 WORLD_SIZES = (1, 2, 3)
@@ -25,9 +17,7 @@ WORLD_SIZES = (1, 2, 3)
 def load_test_config(config: str, data_root: Path):
     """The mmcv ``Config`` with ``data.test`` pointed at ``data_root``'s val infos, as ``tools/test.py``
     leaves it (``test_mode=True``, ``samples_per_gpu`` popped)."""
-    from mmcv import Config
-
-    cfg = Config.fromfile(str(config_path(config)))
+    cfg = read_config(config)
     root = Path(data_root).resolve()
     cfg.data.test.data_root = f"{root}/"
     cfg.data.test.ann_file = str(root / ANN_VAL)
@@ -69,8 +59,7 @@ def compare_test_split(
         return {"config": config, "split": "test", "refused": str(exc), "ok": True}
     dataset = build_dataset(cfg.data.test)
     size = len(dataset)
-    fields: dict[str, Any] = {"img": ImageStats(np.asarray(settings.std, dtype=np.float32))}
-    structure: list[str] = []
+    comparator = BatchComparator(settings.std)
     orders: dict[str, Any] = {}
     for world in world_sizes:
         parts_dali, parts_orig = [], []
@@ -85,15 +74,12 @@ def compare_test_split(
                 for step, theirs in enumerate(original):
                     ours = next(batches)
                     got.append(loader.planner.plan(step)[0].index)
-                    problems: list[str] = []
-                    for path, a, b in walk(ours, theirs, "", problems):
-                        name = field_name(path)
-                        stats = fields.get(name) or fields.setdefault(name, FieldStats(name, kind_of(name)))
-                        stats.update(a, b)
-                    structure += [f"world {world} rank {rank} step {step}: {p}" for p in problems]
+                    comparator.compare(ours, theirs, f"world {world} rank {rank} step {step}")
                 try:  # next(), not a for loop: iter() of the loader starts a new pass
                     next(batches)
-                    structure.append(f"world {world} rank {rank}: a DALI batch after the original's end")
+                    comparator.structure.append(
+                        f"world {world} rank {rank}: a DALI batch after the original's end"
+                    )
                 except StopIteration:
                     pass
             parts_dali.append(got)
@@ -104,18 +90,14 @@ def compare_test_split(
             "same": parts_dali == parts_orig,
             "gathered_is_every_frame_once": gathered == list(range(size)),
         }
-    ok = (
-        not structure
-        and all(s.ok() for s in fields.values())
-        and all(o["same"] and o["gathered_is_every_frame_once"] for o in orders.values())
-    )
+    ok = comparator.ok() and all(o["same"] and o["gathered_is_every_frame_once"] for o in orders.values())
     return {
         "config": config,
         "split": "test",
         "frames": size,
         "orders": orders,
-        "fields": {name: s.summary() for name, s in fields.items()},
-        "structure_diffs": structure,
+        "fields": {name: s.summary() for name, s in comparator.fields.items()},
+        "structure_diffs": comparator.structure,
         "ok": ok,
     }
 

@@ -1,10 +1,5 @@
-"""``--add-info-key KEY``: a copy of a data set whose info pickles carry a key a fork's data set
-reads and StreamPETR's converter does not write, computed from the data set's nuScenes tables.
-
-Known keys: ``instance_inds`` (per box, in ``gt_boxes`` order, the index of its ``instance`` record,
-as the tracking forks' converters write it). The copy links every file and rewrites only the info
-pickles; the data set itself is never written.
-"""
+"""``--add-info-key KEY``: a linked copy of a data set whose info pickles carry a key a fork reads and
+StreamPETR's converter does not write (known: ``instance_inds``), from the nuScenes tables."""
 
 from __future__ import annotations
 

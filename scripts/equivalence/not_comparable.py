@@ -1,10 +1,5 @@
-"""A config the sweep could not compare: the exception it raised (type, message, the file:line of
-the frame that raised it) and, where the cause is known, what would make it comparable.
-
-Known causes: too few sequence groups for the batch slots (which ``make_data --scenes N`` fits), an
-info key the data set lacks (the fork's converter writes it), a ``_base_`` built from an installed
-package's ``__file__``, and a file the data set lacks (with what provides it).
-"""
+"""A config the sweep could not compare: the exception (type, message, the raising file:line) and,
+where the cause is known, what would make it comparable (docs/equivalence.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ import site
 import sys
 import traceback
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .original import ANN_TRAIN, REPO_ROOT
@@ -30,12 +24,6 @@ def _short(filename: str) -> str:
         if base.is_dir() and path.is_relative_to(base):
             return path.relative_to(base).as_posix()
     return filename
-
-
-def _raising_frame(tb: TracebackType | None) -> TracebackType | None:
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb
 
 
 def train_scenes_needed(train_scenes: int) -> int | None:
@@ -156,13 +144,13 @@ def not_comparable(exc: BaseException, data_root: Path | None = None) -> dict[st
     """The ``not_comparable`` entry of a row: ``type``, ``message``, ``where`` (file:line of the
     raising frame, below a same-type re-raise), ``hint`` (or None). The frames are cleared afterwards."""
     origin = _origin(exc)
-    tb = _raising_frame(origin.__traceback__)
+    frames = list(traceback.walk_tb(origin.__traceback__))
     where, hint, line = "?", None, ""
-    if tb is not None:
-        code = tb.tb_frame.f_code
-        where = f"{_short(code.co_filename)}:{tb.tb_lineno}"
-        line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-        owner = tb.tb_frame.f_locals.get("self")
+    if frames:
+        frame, lineno = frames[-1]
+        where = f"{_short(frame.f_code.co_filename)}:{lineno}"
+        line = linecache.getline(frame.f_code.co_filename, lineno).strip()
+        owner = frame.f_locals.get("self")
         if isinstance(origin, AssertionError) and "groups_num" in line and owner is not None:
             hint = _groups_hint(owner)
     if isinstance(origin, KeyError) and origin.args:

@@ -1,9 +1,7 @@
-"""A data set of real camera photos for the pixel comparison: the synthetic set's frames and
-geometry with every camera image replaced by a real nuScenes camera JPEG (1600x900) of the pinned
-mmdetection3d checkout (its test and demo data), in turn.
+"""A data set of real camera photos for the pixel comparison: the synthetic set with every camera image
+replaced by a real 1600x900 nuScenes JPEG of the pinned mmdetection3d checkout, in turn.
 
-``python -m equivalence.real_photos --out DIR`` prints the data root for ``nox -s equivalence --
---data-root DIR`` (the boxes no longer match the pictures, which the image rows do not need).
+``python -m equivalence.real_photos --out DIR`` prints the data root for ``--data-root``.
 """
 
 from __future__ import annotations

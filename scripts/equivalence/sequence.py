@@ -6,9 +6,9 @@ sequence groups) and on, with and without ``offset_order_per_rank``. No images a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, product
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +65,21 @@ class Run:
         }
 
 
-def original_indices(dataset: Any, samples_per_gpu: int, run: Run) -> list[list[int]]:
-    """``run.iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
-    ``build_dataloader`` builds it for a seq config (IterBasedRunner + the infinite group sampler)."""
+def rank_loader(dataset: Any, samples_per_gpu: int, run: Run, sampler: dict, runner: dict, **split: bool):
+    """The DataLoader the plugin's ``build_dataloader`` builds for one rank with this sampler and runner."""
     from projects.mmdet3d_plugin.datasets.builder import build_dataloader
 
     with as_rank(run.rank, run.world_size):
-        loader = build_dataloader(
-            dataset, samples_per_gpu, 0, 1, dist=True, seed=run.seed, shuffler_sampler=SEQ_SAMPLER,
-            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=ITER_RUNNER, **run.split(),
+        return build_dataloader(
+            dataset, samples_per_gpu, 0, 1, dist=True, seed=run.seed, shuffler_sampler=sampler,
+            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=runner, **split,
         )  # fmt: skip
+
+
+def original_indices(dataset: Any, samples_per_gpu: int, run: Run) -> list[list[int]]:
+    """``run.iters`` batches of dataset indices from the original sampler of one rank, as the plugin's
+    ``build_dataloader`` builds it for a seq config (IterBasedRunner + the infinite group sampler)."""
+    loader = rank_loader(dataset, samples_per_gpu, run, SEQ_SAMPLER, ITER_RUNNER, **run.split())
     return [list(batch) for batch in islice(iter(loader.batch_sampler), run.iters)]
 
 
@@ -108,28 +113,41 @@ def compare_streams(
     split is ``(replicate_dataset_per_gpu, offset_order_per_rank)``. Configurations the original
     sampler refuses (too few groups) must be refused by DALI too."""
     rows = []
-    for replicate, offset in splits:
-        for world_size in world_sizes:
-            for rank in range(world_size):
-                run = Run(rank, world_size, seed, replicate, offset, iters)
-                row: dict[str, Any] = {**run.split(), "world_size": world_size, "rank": rank}
-                row["iterations"] = iters
-                try:
-                    want = original_stream(cfg, dataset, run)
-                except AssertionError:
-                    want = None
-                try:
-                    got = dali_stream(cfg, data_root, run)
-                except ValueError:
-                    got = None
-                if want is None or got is None:
-                    refused = {"original": want is None, "dali": got is None}
-                    row.update(equal=want is None and got is None, refused=refused)
-                else:
-                    diff = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
-                    row.update(equal=diff is None, first_diff=diff, frames=sum(len(b) for b in want))
-                rows.append(row)
+    for run in runs(splits, world_sizes, seed, iters):
+        row: dict[str, Any] = {
+            **run.split(),
+            "world_size": run.world_size,
+            "rank": run.rank,
+            "iterations": iters,
+        }
+        try:
+            want = original_stream(cfg, dataset, run)
+        except AssertionError:
+            want = None
+        try:
+            got = dali_stream(cfg, data_root, run)
+        except ValueError:
+            got = None
+        if want is None or got is None:
+            refused = {"original": want is None, "dali": got is None}
+            row.update(equal=want is None and got is None, refused=refused)
+        else:
+            diff = first_diff(got, want)
+            row.update(equal=diff is None, first_diff=diff, frames=sum(len(b) for b in want))
+        rows.append(row)
     return rows
+
+
+def runs(
+    splits: Iterable[tuple[bool, bool]], world_sizes: tuple[int, ...], seed: int, iters: int
+) -> Iterator[Run]:
+    """Every rank of every world size, per split ``(replicate_dataset_per_gpu, offset_order_per_rank)``."""
+    for (replicate, offset), world_size in product(splits, world_sizes):
+        yield from (Run(rank, world_size, seed, replicate, offset, iters) for rank in range(world_size))
+
+
+def first_diff(got: list, want: list) -> int | None:
+    return next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
 
 
 GROUP_SAMPLER = {"type": "DistributedGroupSampler"}
@@ -139,14 +157,10 @@ EPOCH_RUNNER = {"type": "EpochBasedRunner"}
 def original_epoch_indices(dataset: Any, samples_per_gpu: int, run: Run, epochs: int) -> list[list[int]]:
     """The batches of ``epochs`` epochs from upstream's ``DistributedGroupSampler`` of one rank, as
     the plugin's ``build_dataloader`` builds it (``set_epoch`` before each, as mmcv's runners do)."""
-    from projects.mmdet3d_plugin.datasets.builder import build_dataloader
-
-    with as_rank(run.rank, run.world_size):
-        loader = build_dataloader(
-            dataset, samples_per_gpu, 0, 1, dist=True, seed=run.seed, shuffler_sampler=GROUP_SAMPLER,
-            nonshuffler_sampler={"type": "DistributedSampler"}, runner_type=EPOCH_RUNNER,
-            replicate_dataset_per_gpu=run.replicate_dataset_per_gpu,
-        )  # fmt: skip
+    replicate = run.replicate_dataset_per_gpu
+    loader = rank_loader(
+        dataset, samples_per_gpu, run, GROUP_SAMPLER, EPOCH_RUNNER, replicate_dataset_per_gpu=replicate
+    )
     batches = []
     for epoch in range(epochs):
         loader.sampler.set_epoch(epoch)
@@ -169,16 +183,14 @@ def compare_epoch_streams(
     from dali_streampetr import build_loader
 
     rows = []
-    for replicate in (False, True):
-        for world_size in world_sizes:
-            for rank in range(world_size):
-                run = Run(rank, world_size, seed, replicate, False, iters=0)
-                want = original_epoch_indices(dataset, cfg.data.samples_per_gpu, run, epochs)
-                where = {"rank": rank, "world_size": world_size, "seed": seed}
-                loader = build_loader(cfg, data_root, **where, replicate_dataset_per_gpu=replicate)
-                got = [loader.sampler.batch(i) for i in range(len(want))]
-                diff = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
-                rows.append({**run.split(), "world_size": world_size, "rank": rank, "iterations": len(want),
-                             "equal": diff is None and len(loader) * epochs == len(want), "first_diff": diff,
-                             "frames": sum(len(b) for b in want)})  # fmt: skip
+    for run in runs(((False, False), (True, False)), world_sizes, seed, 0):
+        want = original_epoch_indices(dataset, cfg.data.samples_per_gpu, run, epochs)
+        where = {"rank": run.rank, "world_size": run.world_size, "seed": seed}
+        loader = build_loader(
+            cfg, data_root, **where, replicate_dataset_per_gpu=run.replicate_dataset_per_gpu
+        )
+        diff = first_diff([loader.sampler.batch(i) for i in range(len(want))], want)
+        rows.append({**run.split(), "world_size": run.world_size, "rank": run.rank, "iterations": len(want),
+                     "equal": diff is None and len(loader) * epochs == len(want), "first_diff": diff,
+                     "frames": sum(len(b) for b in want)})  # fmt: skip
     return rows

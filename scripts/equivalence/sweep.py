@@ -1,10 +1,5 @@
-"""One row per config, whatever a config does: the sweep of ``--all-upstream-configs`` (and of any
-list of configs).
-
-Each file gets exactly one row: ``skipped`` by rule (:mod:`.configs`), the comparison's own record,
-or ``not comparable`` with the exception raised anywhere on the way (:mod:`.not_comparable`). The
-JSON is rewritten after every row, so it is there whatever happens next.
-"""
+"""One row per config, whatever a config does: ``skipped`` by rule (:mod:`.configs`), the comparison's
+record, or ``not comparable`` (:mod:`.not_comparable`); the JSON rewritten after every row."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The no-loader bound: iterations of the real model on batches cached in memory.
-
-Like detectron2's ``benchmark_train``: K batches taken once from the original DataLoader, then
-timed iterations of ``train_step`` + backward + clipping + optimizer step on them in turn.
-``python -m loaderbench.analysis.cachedbound '<json>'`` prints one ``RESULT`` line.
-"""
+"""The no-loader bound: the real model's training iterations on batches cached in memory
+(``python -m loaderbench.analysis.cachedbound '<json>'``, as :mod:`..sweep.runcase`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Where each loader spends its CPU time: ``python -m loaderbench.analysis.cpu_split [--loader dali|torch]
 [--profile r50|eval] [--threads T] [--batches N] [KEY=VALUE ...]``.
 
-Both loaders are built as ``nox -s bench`` builds them. ``--loader dali``: CPU ms per batch of each
-thread (DALI's executor, where the CPU decoder runs; its pool threads: resize, pad, normalise; the
-external source's worker, ``child:``; the training process's own threads). ``--loader torch``: CPU
-ms per sample of each transform of upstream's pipeline and of the dataset's whole ``__getitem__``.
-One-off analysis (the upstream env); the bench does not run it.
+DALI: CPU ms per batch of each thread (``main:`` / ``child:<thread name>``); torch: CPU ms per sample
+of each transform of upstream's pipeline. A one-off analysis (the upstream env).
 """
 
 from __future__ import annotations

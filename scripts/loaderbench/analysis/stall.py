@@ -1,10 +1,5 @@
-"""Loader stall inside real training: ``data_time`` vs ``time`` from the mmcv logs of ``train_torch``
-and ``train_dali`` runs of the same length, against the no-loader bound (:mod:`.cachedbound`: the
-same model's ``train_step`` on batches cached in memory). A loader's cost = iteration time - bound.
-
-mmcv's ``IterTimerHook`` logs ``data_time`` (waiting for ``next(loader)``) and ``time`` (the whole
-iteration, data wait included) for every logged iteration into ``<work_dir>/<stamp>.log.json``.
-"""
+"""Loader stall inside real training: ``data_time`` vs ``time`` from the mmcv ``.log.json`` of
+``train_torch`` and ``train_dali`` runs, against the no-loader bound (:mod:`.cachedbound`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""CPU time and memory of a process tree (psutil), and the peak GPU memory a loader takes
-(:class:`PeakGpuMemory`, through torch).
-
-CPU seconds of a tree = for every live member its user + system time (all its threads) plus its
-reaped children's, so a child that exits and is waited for keeps counting.
-"""
+"""CPU time and memory of a process tree (psutil; a member's reaped children keep counting), and the
+peak GPU memory a loader takes (:class:`PeakGpuMemory`, through torch)."""
 
 from __future__ import annotations
 

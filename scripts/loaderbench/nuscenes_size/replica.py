@@ -1,10 +1,5 @@
-"""A StreamPETR info pickle of N distinct frames, made from a small one: nuScenes size from the
-synthetic set (``replicate_infos(src, dst, 28130)`` writes a ~354 MiB pickle, like the real one).
-
-Copy ``j`` has every timestamp shifted by ``j`` times the source's time span plus one second (the
-timestamp sort keeps every sequence whole) and every token replaced by a stable hash of (token, j);
-the last copy may be a prefix of the source. The images are the source's own.
-"""
+"""A StreamPETR info pickle of N distinct frames made from a small one: copy ``j`` shifted in time
+past copy ``j - 1`` and its tokens rehashed, the images the source's own (docs/benchmark.md)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
 """The loaders at nuScenes size: ``python -m loaderbench --case scale [--frames N] [--pass-frames M]``.
 
-The synthetic train infos are replicated to N distinct frames (default 28,130, nuScenes train;
-:mod:`.replica`). Each run builds one loader (r50 config) in 1 or 2 rank processes started
-together and measures, at the same moments in every rank (the ranks wait for each other):
-
-- ``build_s`` (the loader's constructor) and ``first_batch_s``;
-- the PSS of each rank's process tree after the imports, the build, the first batch and
-  ``--batches`` batches, summed over the ranks for the node (PSS counts a shared page once);
-- over one full pass of the M-frame replica: the PSS growth per frame touched after ``--batches``
-  batches (the same batches on the embedded 24 frames: what the pipeline itself grows by).
-
-DALI runs first with an empty store folder (the first build; timed against ``mmcv.load`` of the
-info file just before and after it), then with the store present; then every attribute of every
-frame of the store is compared with the per-frame reader's. The DataLoader runs at 2 ranks only
-with ``--torch-ranks 2`` (~8 GB here). Writes ``<out>/scale.json`` and ``<out>/scale.png``.
-
-``--split val``: the test loaders instead (default 6,019 frames, nuScenes val), one frame a batch.
+Build time, first batch and node PSS of each loader, in 1 or 2 rank processes in lock step, on an
+N-frame replica of the synthetic infos (default 28,130), and the PSS growth over a full pass of an
+M-frame one (docs/benchmark.md). ``--split val``: the test loaders. Writes ``scale.json`` + ``.png``.
 """
 
 from __future__ import annotations
@@ -164,22 +151,9 @@ def _checked(spec: dict[str, Any]) -> dict[str, Any]:
 def run_ranks(spec: dict[str, Any], ranks: int, store_dir: Path) -> list[dict[str, dict[str, Any]]]:
     """Run ``ranks`` rank processes of ``spec`` in lock step; per rank: phase name -> its values."""
     env = {**os.environ, "STREAMPETR_DALI_FRAME_STORES": str(store_dir)}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "loaderbench.nuscenes_size.scale",
-                "--rank",
-                json.dumps({**spec, "rank": r, "world_size": ranks}),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for r in range(ranks)
-    ]
+    cmd = [sys.executable, "-m", "loaderbench.nuscenes_size.scale", "--rank"]
+    args, pipe = [json.dumps({**spec, "rank": r, "world_size": ranks}) for r in range(ranks)], subprocess.PIPE
+    procs = [subprocess.Popen([*cmd, a], stdin=pipe, stdout=pipe, text=True, env=env) for a in args]
     results: list[dict[str, dict[str, Any]]] = [{} for _ in procs]
     try:
         while True:

@@ -1,11 +1,8 @@
 """Test shards at nuScenes val size: ``python -m loaderbench --case shards [--frames N] [--ranks 2,4,...]``.
 
-The frames each of K ranks evaluates, with upstream's chunks and with whole scenes, from the scene
-column of the frame store of a replica at val size (scenes of ``--samples-per-scene`` key frames,
-default 40 as nuScenes val's 6,019 / 150, replicated to ``--frames``). Per K and sharding: the
-largest, mean and smallest rank, empty ranks, frames run twice, scenes cut and the frames run
-without their scene's earlier frames. No model runs: a test pass takes as long as its largest rank.
-``--infos FILE``: the scene column of that info file instead. Writes ``<out>/shards.json`` + ``.png``.
+Per K ranks, upstream's chunks vs whole scenes on the scene column of a val-size replica (or of
+``--infos FILE``): rank sizes, empty ranks, frames run twice, scenes cut, frames without their scene's
+memory (docs/benchmark.md). Writes ``<out>/shards.json`` + ``.png``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""The benchmark configurations and how each loader is built from the same StreamPETR config.
-
-Profiles: ``r50``, the upstream r50 streaming config as it is (batch 2, 256x704); ``accv``, the
-published ACCV-Lab evaluation: batch 8, ``final_dim=(372, 1024)``, ``resize_lim=(0.64, 0.7)`` (the
-1024-wide crop fits: 0.64 * 1600), ``replicate_dataset_per_gpu=True``, ``seq_split_num=4`` (8
-streams for 8 slots from the synthetic set's 3 scenes); ``8key``, the upstream sliding-window
-config as it is (batch 1 of 8 frames, 48 images a batch); ``eval``, the r50 config's test path
-against upstream's test DataLoader, on the train frames ten times over (:func:`eval_infos`) so that
-no pass ends inside a measurement.
-Everything here runs in the upstream (OpenMMLab) env with the applied checkout on ``sys.path``.
-"""
+"""The benchmark configurations and how each loader is built from the same StreamPETR config (the
+profiles ``r50``, ``accv``, ``8key`` and ``eval``: docs/benchmark.md). Runs in the upstream env with
+the applied checkout on ``sys.path``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The decode floor: DALI's own CPU decoder on the loader's JPEGs, nothing else.
-
-The encoded files and ROI windows of the loader's own batch source (the same iterations), held in
-memory, fed to a pipeline that only decodes (whole, or the rows the ROI decode keeps).
-``python -m loaderbench.sweep.floor '<json>'`` prints one ``RESULT`` JSON line (as :mod:`.runcase`).
-"""
+"""The decode floor: DALI's CPU decoder alone on the loader's own JPEGs and ROI windows, held in
+memory (``python -m loaderbench.sweep.floor '<json>'``, as :mod:`.runcase`)."""
 
 from __future__ import annotations
 

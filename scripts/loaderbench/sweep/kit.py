@@ -1,10 +1,8 @@
 """The GPU check's benchmark: DALI on the GPU vs DALI on the CPU, without the mmcv stack.
 
-``python -m loaderbench.sweep.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]`` measures
-the loader itself (:class:`dali_streampetr.DaliStreamLoader`, no DataContainer wrap) for the r50 and
-ACCV-like profiles (:mod:`.cases`) at each thread count the machine has cores for, on the CPU and,
-where torch sees a GPU, with nvJPEG; each configuration in its own process, with :mod:`.runcase`'s
-measurements plus its GPU memory. Writes ``bench-gpu.json`` + ``.png``; exit 1 if one failed.
+``python -m loaderbench.sweep.kit --data-root DIR [--threads 1,2,4,8,16] [--quick] [--out DIR]``: the
+loader itself for the r50 and ACCV-like profiles, each configuration in its own process
+(:mod:`.runcase`, plus its GPU memory); writes ``bench-gpu.json`` + ``.png``; exit 1 if one failed.
 """
 
 from __future__ import annotations

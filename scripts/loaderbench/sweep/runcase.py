@@ -1,9 +1,6 @@
-"""Each configuration in its own process (keeps imports, threads and memory peaks apart): the
-parent's side (:func:`run_json`, :func:`measure_case`) and the child's,
-``python -m loaderbench.sweep.runcase '<json>'`` (:func:`run`, :func:`answer`): ``case`` (a
-:class:`.cases.Case` as dict), ``data_root``, ``warmup``, ``batches``, ``repeats``, ``step_s``,
-``handover_calls`` and optional DALI ``overrides`` in, one ``RESULT`` JSON line out.
-"""
+"""Each configuration in its own process (imports, threads and memory peaks apart): the parent's
+side (:func:`run_json`, :func:`measure_case`) and the child's, ``python -m loaderbench.sweep.runcase
+'<json>'`` (:func:`run`: the spec of :func:`measure_case` in, one ``RESULT`` line out)."""
 
 from __future__ import annotations
 
