@@ -109,9 +109,7 @@ def run_config(
     log=print,
 ) -> dict[str, Any]:
     """Compare ``batches`` batches of both loaders on ``config`` (``r50``, ``vov`` or a path), the
-    sequence order (world sizes 1, 2, 4; with and without ``replicate_dataset_per_gpu``) and ``draws``
-    draws per side.
-    ``seed=None`` picks the first seed whose draws cover flip x padding (:func:`covering_seed`)."""
+    sequence order and ``draws`` draws per side; ``seed=None``: the first seed covering flip x padding."""
     from dali_streampetr import UnsupportedConfigError, loader_config_from
     from dali_streampetr.toolkit import declared_mode
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.proctree import memory_mb, tree
+from ..results.outputs import write
 from ..sweep.cases import ROOT, Case, build, default_data_root, enter_checkout, load_config
 from ..sweep.runcase import answer, run_json
 from .replica import replicate_infos
@@ -316,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "targets": report.SCALE_TARGETS,
     }
-    js, png = report.write_scale(result, out)
+    js, png = write(result, out, "scale", report.chart)
     print()
     print(report.scale_table(result))
     print(f"\nwrote {js} and {png}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..results.outputs import write_json
-
 SCALE_TARGETS = {
     "startup_s": 3.0,  # DALI constructor with the store present, 1 rank
     "first_rank_mb": 300.0,  # node PSS the loader adds, 1 rank
@@ -150,12 +148,3 @@ def chart(result: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
-
-
-def write_scale(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """``scale.json`` and ``scale.png`` under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    js, png = out / "scale.json", out / "scale.png"
-    write_json(js, result)
-    chart(result, png)
-    return js, png

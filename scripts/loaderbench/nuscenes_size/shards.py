@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results.outputs import write_json
+from ..results.outputs import write
 from ..sweep.cases import ROOT
 from .replica import replicate_infos
 
@@ -176,11 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             for k in args.ranks
         ],
     }
-    write_json(out / "shards.json", result)
-    chart(result, out / "shards.png")
+    js, png = write(result, out, "shards", chart)
     print(
         f"shards: {result['frames']} frames, {result['scenes']} scenes (lengths: {result['scene_lengths']})"
     )
     print(table(result))
-    print(f"shards: {out / 'shards.json'}, {out / 'shards.png'}")
+    print(f"shards: {js}, {png}")
     return 0

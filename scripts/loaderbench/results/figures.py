@@ -47,9 +47,8 @@ def summarise_case(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """One configuration measured in several rounds of the sweep as one result: the repeats and
-    the timed ``next()`` calls of every round pooled (so the medians span the host's drift between
-    rounds), the highest peak memory of any round; the rounds themselves kept under ``rounds``."""
+    """Several rounds of one configuration as one result: repeats and ``next()`` times pooled (the
+    medians span the host's drift), the highest peak memory; the rounds kept under ``rounds``."""
     if len(rounds) == 1:
         return rounds[0]
     merged = {**rounds[-1], "rounds": rounds}
@@ -78,11 +77,8 @@ def summarise_floor(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def ratios(cases: list[dict[str, Any]], floors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For every DALI configuration: vs the fastest torch configuration at the same number of cores,
-    vs the torch configuration of equal cores with the cheapest training-thread ``next()``, vs the
-    most CPU-efficient torch configuration, peak PSS vs torch with 2 workers, and vs the decode
-    floors at the same threads; a setting variant also vs the default settings of its profile,
-    device and threads (``vs_default_*``)."""
+    """For every DALI configuration, its ratios against the torch configurations, the decode floors
+    and (a setting variant) its default settings, each checked against :data:`TARGETS`."""
     out = []
     ok = [c for c in cases if "summary" in c]
     for dali in (c for c in ok if c["case"]["loader"] == "dali"):

@@ -125,10 +125,13 @@ def write_json(path: Path, result: dict[str, Any]) -> None:
     replace_file(path, json.dumps(result, indent=1, default=str) + "\n")
 
 
-def write(report: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """``bench.json`` and ``bench.png`` under ``out``."""
+def write(report: dict[str, Any], out: Path, name: str = "bench", draw: Any = None) -> tuple[Path, Path]:
+    """``<name>.json`` and ``<name>.png`` under ``out``; ``draw(report, png)`` (default: :func:`chart`)."""
     out.mkdir(parents=True, exist_ok=True)
-    js, png = out / "bench.json", out / "bench.png"
+    js, png = out / f"{name}.json", out / f"{name}.png"
     write_json(js, report)
-    chart(report["cases"], report["floors"], png, report.get("title", ""))
+    if draw is None:
+        chart(report["cases"], report.get("floors", []), png, report.get("title", ""))
+    else:
+        draw(report, png)
     return js, png

@@ -72,10 +72,8 @@ def sweep(
     threads: tuple[int, ...] | None = None,
     dali_cpu: bool = True,
 ) -> list[Case]:
-    """Torch workers {0, 1, 2} and DALI CPU threads {1, 2} per profile (accv: 2 only, unless
-    ``accv_full``), + DALI GPU when asked; with ``variants`` also r50's ``R50_VARIANTS`` and the fast
-    image path of the others and the GPU. ``workers`` / ``threads`` replace those counts;
-    ``dali_cpu=False`` leaves out DALI's CPU rows."""
+    """The configurations of ``profiles``: torch workers {0, 1, 2}, DALI CPU threads {1, 2} (accv: 2,
+    unless ``accv_full``), the GPU, the ``variants``; ``workers`` / ``threads`` replace the counts."""
     cases = []
     for profile in profiles:
         full = profile in ("r50", "eval") or accv_full

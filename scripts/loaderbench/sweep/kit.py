@@ -118,10 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "title": f"DALI GPU vs CPU, {cores} cores, {name or 'no GPU'}",
         "cases": cases,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    js, png = args.out / "bench-gpu.json", args.out / "bench-gpu.png"
-    outputs.write_json(js, result)
-    outputs.chart(cases, [], png, result["title"])
+    js, png = outputs.write(result, args.out, "bench-gpu")
     print()
     print(outputs.table(cases, [], []).split("\n\n")[0])
     print()
