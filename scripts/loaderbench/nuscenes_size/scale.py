@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
             "classes": classes,
             "store_dir": str(stores),
         }
-        frames, diffs = (_checked(files)[k] for k in ("frames", "diffs"))
+        res = _checked(files)
+        frames, diffs = res["frames"], res["diffs"]
         print(f"  store vs per-frame reader: {diffs} differing attributes in {frames} frames", flush=True)
         measure("dali", 2)
     if "torch" in loaders:

@@ -40,7 +40,7 @@ def scene_column(args: argparse.Namespace, out: Path) -> np.ndarray:
     """The scene column of the frame store of ``--infos``, else of the ``--frames`` replica (stores
     under ``out``)."""
     os.environ["STREAMPETR_DALI_FRAME_STORES"] = str(out / "frame-stores")
-    from dali_streampetr import LoaderConfig
+    from dali_streampetr import loader_config_from
     from dali_streampetr.toolkit import load_frames
 
     if args.infos:
@@ -51,7 +51,7 @@ def scene_column(args: argparse.Namespace, out: Path) -> np.ndarray:
         root = ensure_dataset(scenes=2, samples_per_scene=args.samples_per_scene, seed=0)  # 1 train scene
         src = root / "nuscenes2d_temporal_infos_train.pkl"
         infos = replicate_infos(src, out / f"infos_{args.frames}.pkl", args.frames)
-    store = load_frames(infos, root, LoaderConfig().class_names)  # nuScenes' classes
+    store = load_frames(infos, root, loader_config_from({}).class_names)  # nuScenes' classes
     return np.asarray(store.columns["scene_token"])
 
 

@@ -212,7 +212,8 @@ def build(case: Case, cfg: Any, data_root: Path, rank: int = 0, world_size: int 
     if case.profile != "eval":
         from dali_streampetr import build_dali_loader
 
-        return build_dali_loader(cfg, data_root=data_root, seed=0, **place, **overrides)
+        files = {"data_root": data_root, "ann_file": cfg.data.train.ann_file}
+        return build_dali_loader(cfg, **files, seed=0, **place, **overrides)
     if case.loader == "torch":
         import projects.mmdet3d_plugin  # noqa: F401
         from mmdet3d.datasets import build_dataset
