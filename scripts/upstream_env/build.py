@@ -321,9 +321,9 @@ def _build(
         mmcv_dir = ensure_mmcv_wheel(
             python, log, cuda_ops, choices.full_ops, choices.arch_list, choices.toolkit
         )
-        mmdet3d_dir = rest.result() if rest else None
+        mmdet3d_dir = rest.result() if rest else None  # the step ends with what ran beside it
         log.done(started)
-        if mmcv_only or mmdet3d_dir is None:
+        if mmdet3d_dir is None:  # mmcv_only
             log.say(f"mmcv-full wheel ready in {time.monotonic() - total:.0f} s: {mmcv_dir}")
             return mmcv_dir
 
