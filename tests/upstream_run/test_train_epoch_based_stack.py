@@ -18,8 +18,7 @@ ARGS = argparse.Namespace(python=Path(sys.executable))  # the stack tier runs in
 
 
 @pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The code of each config read `epoch_based` runs (each run for real)."""
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:  # the code of each (real) read epoch_based runs
     codes: list[str] = []
     run = subprocess.run
     monkeypatch.setattr(train.subprocess, "run", lambda cmd, **kw: codes.append(cmd[2]) or run(cmd, **kw))
