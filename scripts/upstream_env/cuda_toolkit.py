@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gpukit import sha256 as _sha256
+from gpukit import sha256
 from interpreter import install_command
 
 from .errors import EnvBuildError
@@ -101,7 +101,7 @@ def system_toolkit() -> Toolkit | None:
 
 
 def _lock_key(lock: Path) -> str:
-    return f"{lock.stem}-{_sha256(lock)[:8]}"
+    return f"{lock.stem}-{sha256(lock)[:8]}"
 
 
 def _cached(folder: Path, lock: Path, cuda: str) -> Toolkit | None:
@@ -109,7 +109,7 @@ def _cached(folder: Path, lock: Path, cuda: str) -> Toolkit | None:
     try:
         facts = json.loads((folder / FACTS).read_text())
         home = Path(facts["home"])
-        if facts.get("lock_sha256") != _sha256(lock) or home.parents[1] != folder:
+        if facts.get("lock_sha256") != sha256(lock) or home.parents[1] != folder:
             return None
         release, version = nvcc_version(home / "bin" / "nvcc")
     except (OSError, ValueError, KeyError, TypeError, EnvBuildError):
@@ -145,7 +145,7 @@ def index_toolkit(cuda: str, python: Path, log: BuildLog) -> Toolkit:
     partial.rename(folder)
     home = folder / home.relative_to(partial)
     toolkit = Toolkit("index", home, release, version)
-    facts = {**toolkit.facts(), "lock": lock.name, "lock_sha256": _sha256(lock)}
+    facts = {**toolkit.facts(), "lock": lock.name, "lock_sha256": sha256(lock)}
     (folder / FACTS).write_text(json.dumps(facts, indent=1) + "\n")
     return toolkit
 

@@ -247,7 +247,7 @@ def test_a_cached_toolkit_is_reused_only_while_its_facts_hold(tmp_path: Path) ->
     folder = tmp_path / "cuda-toolkit-13.0-abcd"
     home = folder / "nvidia" / "cu13"
     _nvcc(home)
-    facts = {"home": str(home), "lock_sha256": cuda_toolkit._sha256(lock)}
+    facts = {"home": str(home), "lock_sha256": cuda_toolkit.sha256(lock)}
     (folder / cuda_toolkit.FACTS).write_text(json.dumps(facts))
     assert cuda_toolkit._cached(folder, lock, "13.0") == Toolkit("index", home, "13.0", "V13.0.88")
     assert cuda_toolkit._cached(folder, lock, "13.1") is None, "an nvcc of another release"
