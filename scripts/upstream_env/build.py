@@ -55,16 +55,23 @@ NO_DEPS = ("lyft_dataset_sdk", "nuscenes-devkit")
 # before torch so that they run beside its install, which leaves a core idle
 BESIDE_NEEDS = ("numpy", "pillow")
 COMPAT_MODULE = Path(__file__).with_name("_streampetr_numpy_compat.py")
-# the import check, in two processes at once (the second's imports take about as long as torch's):
-# the training stack with the versions it prints, then the rest of what the plugin and the devkits import
+# the import check, in two processes at once: the training stack with the versions it prints and what
+# upstream's tools import from it; then, on the other core, the rest of what the plugin and the devkits
+# import and the torch-free leaves that mmdet's and mmdet3d's models import. Both leave the bytecode of
+# what they import in the env (PYTHONDONTWRITEBYTECODE cleared for them), as pip's install compiles it:
+# uv compiles none, and where PYTHONDONTWRITEBYTECODE is set (container images) every tool start would
+# compile its ~5,900 modules from source (19.4 s of imports against 8.2 s: docs/upstream-env.md#bytecode)
 IMPORT_CHECKS = (
     "import numpy as np, torch, torchvision, mmcv, mmcv.ops, mmdet, mmseg, mmdet3d, nvidia.dali as dali;"
+    "import mmdet.apis, mmdet.datasets, mmdet3d.apis, mmdet3d.datasets, mmdet3d.models;"
     "assert np.int is int and np.in1d;"
     "print('torch', torch.__version__, '| torchvision', torchvision.__version__, '| mmcv-full', "
     "mmcv.__version__, '| mmdet', mmdet.__version__, '| mmseg', mmseg.__version__, '| mmdet3d', "
     "mmdet3d.__version__, '| numpy', np.__version__, '| dali', dali.__version__)",
-    "import numba, nuscenes, lyft_dataset_sdk, einops, fvcore, IPython; print('numba', numba.__version__)",
+    "import numba, nuscenes, lyft_dataset_sdk, einops, fvcore, IPython, sklearn.mixture, matplotlib.pyplot,"
+    " trimesh; print('numba', numba.__version__)",
 )
+WRITE_BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}  # empty: unset, as Python reads it
 
 
 @dataclass(frozen=True)
@@ -342,7 +349,10 @@ def _build(
         started = log.begin("NumPy alias shim and import check", "check")
         _install_compat(python)
         with ThreadPoolExecutor(max_workers=len(IMPORT_CHECKS)) as pool:
-            checks = [pool.submit(log.run, [python, "-c", c], what="import check") for c in IMPORT_CHECKS]
+            checks = [
+                pool.submit(log.run, [python, "-c", c], env=WRITE_BYTECODE, what="import check")
+                for c in IMPORT_CHECKS
+            ]
         for check in checks:
             check.result()  # raises the first failure
         log.done(started, timing="check")

@@ -104,9 +104,12 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles_and_each_import_check_run
     are made beside it, the session's `beside` modules run from torch's install on (in the env's
     python; one that fails is logged and skipped), and the env is whole after (a compile that waits
     for the mmdet3d wheel and the module ends; on a builder that made them after the compile it
-    waited in vain). The import checks run at once: the second one failing fails the build by name
-    and leaves no stamp."""
+    waited in vain). The import checks run at once and leave the bytecode of what they import in the
+    env, also where PYTHONDONTWRITEBYTECODE is set (uv compiles none); the second one failing fails the
+    build by name and leaves no stamp."""
     from tiny_wheels import tiny_mmdet3d
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as container images set it
 
     made = threading.Event()
     modules, ran = tmp_path / "modules", tmp_path / "ran_beside"
@@ -132,6 +135,8 @@ def test_the_mmdet3d_wheel_is_made_while_mmcv_compiles_and_each_import_check_run
     builder.build(env, cuda=False, beside=("no_such_module", "beside_probe"))
     assert installed_ext(env) == wheels.ext["cpu-reduced"] and is_current(env, cuda=False)
     assert Path(ran.read_text()).parent == env / "bin", "the module ran in another python than the env's"
+    for package in ("mmcv", "mmdet3d"):  # the two checks' imports (conftest.py)
+        assert list(env.glob(f"lib/python*/site-packages/{package}/__pycache__/__init__.*.pyc")), package
 
     monkeypatch.setattr(builder, "IMPORT_CHECKS", ("import mmcv", "import mmdet3d, no_such_module"))
     with pytest.raises(EnvBuildError, match=r"import check failed (?s:.*)no_such_module"):
